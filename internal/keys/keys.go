@@ -1,0 +1,81 @@
+// Package keys builds Redis keys for every asidekit package: a namespace,
+// then parts joined by colons, with each caller-supplied part escaped so
+// that no id can break out of its key or its hash tag.
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// DefaultNamespace is the namespace used when an option leaves it empty.
+const DefaultNamespace = "ak"
+
+// MaxPart is the longest part, in bytes before escaping, that Escape accepts.
+const MaxPart = 1024
+
+// ErrInvalid is returned (wrapped) for an id or name that cannot be part of
+// a key: empty, longer than MaxPart, or not valid in a namespace.
+var ErrInvalid = errors.New("invalid key part")
+
+// Escape returns s with every byte that has a meaning in asidekit's keys or
+// in Redis hash tags percent-encoded: '%', ':', '{', '}', '*', '?', '[', ']',
+// '\\', spaces and control bytes. Other bytes, UTF-8 included, pass through,
+// so ordinary ids stay readable. Different inputs give different outputs.
+func Escape(s string) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("%w: empty", ErrInvalid)
+	}
+	if len(s) > MaxPart {
+		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalid, len(s), MaxPart)
+	}
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if needsEscape(s[i]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s, nil
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if needsEscape(c) {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), nil
+}
+
+func needsEscape(c byte) bool {
+	switch c {
+	case '%', ':', '{', '}', '*', '?', '[', ']', '\\', ' ', 0x7f:
+		return true
+	}
+	return c < 0x20
+}
+
+// Namespace checks ns (the empty string means DefaultNamespace) and returns
+// it. A namespace may not contain characters that Escape would change.
+func Namespace(ns string) (string, error) {
+	if ns == "" {
+		return DefaultNamespace, nil
+	}
+	esc, err := Escape(ns)
+	if err != nil {
+		return "", fmt.Errorf("namespace: %w", err)
+	}
+	if esc != ns {
+		return "", fmt.Errorf("%w: namespace %q may not contain %% : { } * ? [ ] \\, spaces or control bytes", ErrInvalid, ns)
+	}
+	return ns, nil
+}
