@@ -15,6 +15,7 @@ import (
 func Models() []any {
 	return []any{
 		// asidekit's own tables.
+		&Config{},
 
 		// The sample domain.
 		&User{},
