@@ -1,0 +1,161 @@
+package bloom
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// windowSize is how many elements are hashed and sent in one pipeline,
+	// that is one round trip (one per node on a Cluster). It bounds memory
+	// for huge batches.
+	windowSize = 8192
+	// callSize is the most elements one script call carries.
+	callSize = 512
+	// pipeCalls is the most per-shard script calls (begin, switch, stats…)
+	// sent in one pipeline.
+	pipeCalls = 256
+)
+
+// call is one script invocation on one shard.
+type call struct {
+	shard int
+	args  []any
+	idx   []int // indexes, in the caller's slice, of the elements it carries
+}
+
+// exec runs calls of script as one pipeline: EVALSHA, then EVAL for the
+// calls whose node did not have the script cached yet (every script is
+// idempotent, so running a call again is safe). It returns the first
+// error, mapped.
+func (f *Filter) exec(ctx context.Context, script *redis.Script, calls []call) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	if len(calls) == 0 {
+		return cmds, nil
+	}
+	pipe := f.client.Pipeline()
+	for i, c := range calls {
+		cmds[i] = script.EvalSha(ctx, pipe, f.keys[c.shard], c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	var retry []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		pipe = f.client.Pipeline()
+		for _, i := range retry {
+			cmds[i] = script.Eval(ctx, pipe, f.keys[calls[i].shard], calls[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return cmds, f.mapScriptError(err)
+		}
+	}
+	return cmds, nil
+}
+
+// perShard runs script once on every shard with the same args, in
+// pipelines of pipeCalls. Without done, the first error is returned. With
+// done, every reply, failed or not, goes to done, which decides: perShard
+// returns the first error done returns.
+func (f *Filter) perShard(ctx context.Context, script *redis.Script, args []any, done func(shard int, cmd *redis.Cmd) error) error {
+	for start := 0; start < f.layout.shards; start += pipeCalls {
+		end := min(start+pipeCalls, f.layout.shards)
+		calls := make([]call, 0, end-start)
+		for s := start; s < end; s++ {
+			calls = append(calls, call{shard: s, args: args})
+		}
+		cmds, err := f.exec(ctx, script, calls)
+		if done == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		for i, cmd := range cmds {
+			if derr := done(calls[i].shard, cmd); derr != nil {
+				return derr
+			}
+		}
+	}
+	return nil
+}
+
+// checkKeys refuses a batch with an empty element before anything is sent.
+func checkKeys(elems []string) error {
+	for i, e := range elems {
+		if e == "" {
+			return fmt.Errorf("%w (element %d of %d)", ErrEmptyKey, i, len(elems))
+		}
+	}
+	return nil
+}
+
+// batch hashes elems window by window, groups each window's elements by
+// shard into script calls of at most callSize elements (lead args first,
+// then k bit offsets per element), runs each window as one pipeline and
+// hands every call's reply to done (if not nil).
+func (f *Filter) batch(ctx context.Context, script *redis.Script, lead []any, elems []string, done func(c *call, cmd *redis.Cmd) error) error {
+	if err := checkKeys(elems); err != nil {
+		return err
+	}
+	k := f.layout.k
+	w := min(len(elems), windowSize)
+	shardOf := make([]int, w)
+	pos := make([]uint64, 0, w*k)
+	order := make([]int, 0, w)
+	for start := 0; start < len(elems); start += windowSize {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		win := elems[start:min(start+windowSize, len(elems))]
+		pos = pos[:0]
+		order = order[:0]
+		for i, e := range win {
+			shardOf[i], pos = f.layout.locate(e, pos)
+			order = append(order, i)
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(shardOf[a], shardOf[b]) })
+
+		var calls []call
+		for j := 0; j < len(order); {
+			s := shardOf[order[j]]
+			end := j
+			for end < len(order) && shardOf[order[end]] == s && end-j < callSize {
+				end++
+			}
+			c := call{shard: s, args: make([]any, 0, len(lead)+(end-j)*k), idx: make([]int, 0, end-j)}
+			c.args = append(c.args, lead...)
+			for _, i := range order[j:end] {
+				c.idx = append(c.idx, start+i)
+				for _, p := range pos[i*k : (i+1)*k] {
+					c.args = append(c.args, p)
+				}
+			}
+			calls = append(calls, c)
+			j = end
+		}
+
+		cmds, err := f.exec(ctx, script, calls)
+		if err != nil {
+			return err
+		}
+		if done != nil {
+			for i := range calls {
+				if err := done(&calls[i], cmds[i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
