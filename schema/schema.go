@@ -16,6 +16,7 @@ func Models() []any {
 	return []any{
 		// asidekit's own tables.
 		&Config{},
+		&SeqSegment{},
 
 		// The sample domain.
 		&User{},
