@@ -1,0 +1,137 @@
+package lock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/keys"
+)
+
+// Options configure a Locker. A nil *Options is the same as a zero one.
+type Options struct {
+	// Namespace starts every key and the unlock channel. Default "ak".
+	// It may not contain characters that need escaping in a key.
+	Namespace string
+
+	// MinBackoff is the first retry delay of a waiting Obtain, doubled
+	// after each wake-up by the timer up to MaxBackoff, and jittered.
+	// Default 10ms.
+	MinBackoff time.Duration
+
+	// MaxBackoff caps the retry delay. Default 500ms. While the shared
+	// subscription is live, a waiter sleeps for the holder's remaining
+	// ttl plus one backoff, since an early release would be announced; a
+	// lost announcement thus costs at most that much.
+	MaxBackoff time.Duration
+}
+
+// ObtainOptions tune one Obtain call. A nil *ObtainOptions is the same as
+// a zero one.
+type ObtainOptions struct {
+	// WaitTimeout bounds how long Obtain waits for a held lock, on top of
+	// the context. Zero means the lock's ttl: long enough for a holder
+	// that crashed to expire once. A negative value means no bound but
+	// the context.
+	WaitTimeout time.Duration
+}
+
+// RedlockOptions configure a Redlock. A nil *RedlockOptions is the same as
+// a zero one.
+type RedlockOptions struct {
+	// Namespace starts every key, on every node. Default "ak".
+	Namespace string
+
+	// MinBackoff is the first delay between two rounds of a waiting
+	// Obtain, doubled after each round up to MaxBackoff, and jittered so
+	// that contenders do not retry in step. Default 10ms.
+	MinBackoff time.Duration
+
+	// MaxBackoff caps the delay between rounds. Default 500ms.
+	MaxBackoff time.Duration
+
+	// DriftFactor is the clock drift allowed for, as a fraction of the
+	// ttl: a lock is valid for ttl - elapsed - ttl·DriftFactor - 2ms
+	// after the round that obtained it started. Default 0.01.
+	DriftFactor float64
+
+	// NodeTimeout bounds each node's reply in a round, so that a node
+	// that hangs costs little of the validity time. Default ttl/10, at
+	// least 10ms.
+	NodeTimeout time.Duration
+}
+
+const (
+	defaultMinBackoff  = 10 * time.Millisecond
+	defaultMaxBackoff  = 500 * time.Millisecond
+	defaultDriftFactor = 0.01
+	minNodeTimeout     = 10 * time.Millisecond
+)
+
+// init returns a copy of o with defaults filled in and the namespace
+// checked.
+func (o *Options) init() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	ns, err := keys.Namespace(c.Namespace)
+	if err != nil {
+		return c, fmt.Errorf("lock: %w", err)
+	}
+	c.Namespace = ns
+	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
+	return c, nil
+}
+
+func (o *RedlockOptions) init() (RedlockOptions, error) {
+	var c RedlockOptions
+	if o != nil {
+		c = *o
+	}
+	ns, err := keys.Namespace(c.Namespace)
+	if err != nil {
+		return c, fmt.Errorf("lock: %w", err)
+	}
+	c.Namespace = ns
+	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
+	if c.DriftFactor <= 0 {
+		c.DriftFactor = defaultDriftFactor
+	}
+	if c.DriftFactor >= 1 {
+		return c, fmt.Errorf("lock: DriftFactor %v is not below 1", c.DriftFactor)
+	}
+	return c, nil
+}
+
+func backoffDefaults(lo, hi time.Duration) (time.Duration, time.Duration) {
+	if lo <= 0 {
+		lo = defaultMinBackoff
+	}
+	if hi <= 0 {
+		hi = defaultMaxBackoff
+	}
+	if hi < lo {
+		hi = lo
+	}
+	return lo, hi
+}
+
+// waitBound is how long Obtain may wait for a lock of the given ttl; 0
+// means no bound.
+func (o *ObtainOptions) waitBound(ttl time.Duration) time.Duration {
+	if o == nil || o.WaitTimeout == 0 {
+		return ttl
+	}
+	if o.WaitTimeout < 0 {
+		return 0
+	}
+	return o.WaitTimeout
+}
+
+// checkTTL rejects a ttl that Redis cannot take in milliseconds.
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("lock: ttl %v is below 1ms", ttl)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// wait waits for a held lock and takes it. It registers a waiter with the
+// shared subscription first and tries again after that, so a release
+// between the first try and the registration is not missed. Each failed
+// try sleeps until a notification, or a timer: one backoff while the
+// subscription is not live, else the holder's remaining ttl plus one
+// backoff (an earlier release would have been announced).
+func (l *Locker) wait(ctx context.Context, name string, k lockKeys, token string, ttl, bound time.Duration) (int64, error) {
+	l.stats.waits.Add(1)
+	w, live, err := l.n.register(k.msg)
+	if err != nil {
+		return 0, err
+	}
+	obtained := false
+	defer func() { l.n.unregister(k.msg, w, !obtained) }()
+
+	var boundC <-chan time.Time
+	if bound > 0 {
+		bt := time.NewTimer(bound)
+		defer bt.Stop()
+		boundC = bt.C
+	}
+	timer := time.NewTimer(l.opts.MaxBackoff)
+	defer timer.Stop()
+	giveUp := func() error {
+		l.stats.notObtained.Add(1)
+		return fmt.Errorf("%w: %q still held after %v", ErrNotObtained, name, bound)
+	}
+
+	// A new subscription takes a round trip; waiting for it (at most one
+	// MaxBackoff) keeps the first sleeps on notifications too.
+	select {
+	case <-live:
+	case <-timer.C:
+	case <-ctx.Done():
+		return 0, l.failed(ctx, name, ctx.Err())
+	case <-boundC:
+		return 0, giveUp()
+	case <-l.n.stop:
+		return 0, ErrClosed
+	}
+
+	retry := newBackoff(l.opts.MinBackoff, l.opts.MaxBackoff)
+	for {
+		ok, v, err := l.attempt(ctx, k, token, ttl)
+		if err != nil {
+			return 0, l.failed(ctx, name, err)
+		}
+		if ok {
+			obtained = true
+			return v, nil
+		}
+		d := retry.next()
+		if v > 0 && l.n.liveNow() {
+			d += time.Duration(v) * time.Millisecond
+		}
+		timer.Stop()
+		timer.Reset(d)
+		select {
+		case <-w.ch:
+			l.stats.wakeNotified.Add(1)
+			retry.reset()
+		case <-timer.C:
+			l.stats.wakeTimer.Add(1)
+		case <-ctx.Done():
+			return 0, l.failed(ctx, name, ctx.Err())
+		case <-boundC:
+			return 0, giveUp()
+		case <-l.n.stop:
+			return 0, ErrClosed
+		}
+	}
+}
