@@ -1,0 +1,35 @@
+// Package configstore keeps settings in a database table (asidekit_config,
+// the source of truth) and mirrors them in one Redis hash per scope, so that
+// every process reads them with one round trip and hears about changes.
+//
+// Reads (Get, All) use the hash. When the hash is missing (never built,
+// evicted, flushed) the readers rebuild it from the table under a Redis lock:
+// one process queries the database, the others wait for it. A built hash
+// carries a marker, so an empty configuration is told apart from a missing
+// hash and costs no rebuild.
+//
+// Writes (Set, SetMany, Delete) change the table in a transaction that bumps
+// each key's version, then copy the new entries into the hash with a
+// version check and publish them, both in one Lua script. Whatever order two
+// processes' copies arrive in, the hash keeps the higher version, which is
+// the later commit. Deleted keys stay in the table and the hash as
+// tombstones (a version without a value), so that a late copy of an older
+// write cannot bring a deleted key back.
+//
+// Reconcile compares the table with the hash and repairs the hash; Run does
+// so periodically. Watch streams changes, starting (and after every
+// reconnection restarting) with the whole hash, so a Local copy fed by it
+// converges even when a notification is lost.
+//
+// Redis keys, for namespace "ak" and scope "default":
+//
+//	ak:cfg:{default}          hash: key → "<version>:<value>", or "<version>" once deleted
+//	ak:cfg:{default}:lock     rebuild lock (SET NX PX, random token)
+//	ak:cfg:{default}:changes  Pub/Sub channel of changes
+//
+// Both keys share one hash tag, so the package works on Redis Cluster. The
+// hash and lock need no particular eviction policy: a lost hash is rebuilt
+// and a lost lock costs at most one extra database query.
+//
+// The table must exist: run schema.Migrate (or migrate schema.Config).
+package configstore

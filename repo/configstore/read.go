@@ -1,0 +1,206 @@
+package configstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// maxReadAttempts bounds how often a read rebuilds a hash that keeps
+// disappearing (evicted or flushed as soon as it is built).
+const maxReadAttempts = 3
+
+// Get returns key's value from the hash: one round trip (HMGET of the key
+// and the built marker). If the hash is missing it is first rebuilt from
+// the table, once for all concurrent readers. A key without a value gives
+// ErrNotFound. A hash entry this package cannot have written is replaced
+// from the table.
+func (s *Store) Get(ctx context.Context, key string) (string, error) {
+	if err := s.checkKey(key); err != nil {
+		return "", err
+	}
+	for range maxReadAttempts {
+		vals, err := s.rdb.HMGet(ctx, s.hash, key, builtField).Result()
+		if err != nil {
+			return "", fmt.Errorf("configstore: get %q: %w", key, err)
+		}
+		if vals[1] == nil { // not built
+			if err := s.rebuild(ctx); err != nil {
+				return "", err
+			}
+			continue
+		}
+		raw, present := vals[0].(string)
+		if !present {
+			return "", ErrNotFound
+		}
+		e, ok := decode(raw)
+		if !ok {
+			fixed, err := s.repair(ctx, map[string]string{key: raw})
+			if err != nil {
+				return "", err
+			}
+			e, ok = fixed[key]
+		}
+		if !ok || e.deleted {
+			return "", ErrNotFound
+		}
+		return e.value, nil
+	}
+	return "", fmt.Errorf("configstore: get %q: hash %s vanished %d times after being rebuilt", key, s.hash, maxReadAttempts)
+}
+
+// All returns every key with a value: one round trip (HGETALL) when the
+// hash is built; otherwise it is rebuilt first, as in Get. The map is the
+// caller's.
+func (s *Store) All(ctx context.Context) (map[string]string, error) {
+	for range maxReadAttempts {
+		raw, err := s.rdb.HGetAll(ctx, s.hash).Result()
+		if err != nil {
+			return nil, fmt.Errorf("configstore: all: %w", err)
+		}
+		if _, built := raw[builtField]; !built {
+			if err := s.rebuild(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out := make(map[string]string, len(raw))
+		var corrupt map[string]string
+		for k, v := range raw {
+			if k == builtField {
+				continue
+			}
+			e, ok := decode(v)
+			switch {
+			case !ok:
+				if corrupt == nil {
+					corrupt = make(map[string]string)
+				}
+				corrupt[k] = v
+			case !e.deleted:
+				out[k] = e.value
+			}
+		}
+		if corrupt != nil {
+			fixed, err := s.repair(ctx, corrupt)
+			if err != nil {
+				return nil, err
+			}
+			for k, e := range fixed {
+				if !e.deleted {
+					out[k] = e.value
+				}
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("configstore: all: hash %s vanished %d times after being rebuilt", s.hash, maxReadAttempts)
+}
+
+// repair replaces the given hash entries (field → what the hash held) with
+// the table's rows, by compare-and-set, and returns the table's entries for
+// those fields.
+func (s *Store) repair(ctx context.Context, seen map[string]string) (map[string]entry, error) {
+	fields := make([]string, 0, len(seen))
+	for k := range seen {
+		fields = append(fields, k)
+	}
+	rows, err := s.load(ctx, fields)
+	if err != nil {
+		return nil, err
+	}
+	fixes := diff(seen, rows)
+	if _, err := s.runFixes(ctx, fixes); err != nil {
+		return nil, err
+	}
+	s.stats.repairs.Add(int64(len(seen)))
+	return rows, nil
+}
+
+// rebuild makes sure the hash is built. Concurrent callers in this process
+// share one attempt; across processes, the rebuild lock lets one query the
+// table while the others poll for the built marker. Each caller stops
+// waiting when its own context ends; the shared attempt is bounded by
+// WaitTimeout + LockTTL.
+func (s *Store) rebuild(ctx context.Context) error {
+	ch := s.rebuilds.DoChan("rebuild", func() (any, error) {
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.WaitTimeout+s.opts.LockTTL)
+		defer cancel()
+		return nil, s.rebuildShared(bg)
+	})
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return fmt.Errorf("configstore: waiting for the hash to be rebuilt: %w", context.Cause(ctx))
+	}
+}
+
+func (s *Store) rebuildShared(ctx context.Context) error {
+	deadline := time.Now().Add(s.opts.WaitTimeout)
+	wait := 2 * time.Millisecond
+	waited := false
+	for {
+		token, err := newToken()
+		if err != nil {
+			return err
+		}
+		state, err := lockScript.Run(ctx, s.rdb, []string{s.hash, s.lock},
+			token, strconv.FormatInt(s.opts.LockTTL.Milliseconds(), 10)).Int()
+		if err != nil {
+			return fmt.Errorf("configstore: rebuild lock: %w", err)
+		}
+		switch state {
+		case 1: // built, by someone else
+			if waited {
+				s.stats.rebuildWaits.Add(1)
+			}
+			return nil
+		case 2:
+			return s.rebuildLocked(ctx, token)
+		}
+		if !time.Now().Add(wait).Before(deadline) {
+			return fmt.Errorf("%w (%s)", ErrTimeout, s.opts.WaitTimeout)
+		}
+		waited = true
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("configstore: waiting for the hash to be rebuilt: %w", ctx.Err())
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
+// rebuildLocked fills the hash from the table while holding the lock.
+func (s *Store) rebuildLocked(ctx context.Context, token string) error {
+	rows, err := s.load(ctx, nil)
+	if err != nil {
+		_ = unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{s.lock}, token).Err()
+		return err
+	}
+	args := make([]any, 0, 3+2*len(rows))
+	args = append(args, s.channel, token, time.Now().UTC().Format(time.RFC3339Nano))
+	for k, e := range rows {
+		args = append(args, k, e.encode())
+	}
+	if err := rebuildScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, args...).Err(); err != nil {
+		return fmt.Errorf("configstore: rebuild %s: %w", s.hash, err)
+	}
+	s.stats.rebuilds.Add(1)
+	return nil
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("configstore: lock token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
