@@ -1,0 +1,49 @@
+// Package limit provides rate limiters whose state lives in Redis, so that
+// every process of a service shares one limit per key.
+//
+// Each algorithm is one Lua script (one round trip per call). Scripts read
+// the time from Redis TIME, never from the client's clock, and keep a key's
+// state under one Redis key, so they run on Redis Cluster:
+//
+//	algorithm      constructor        state                      memory
+//	fixed window   NewFixedWindow     counter (string)           O(1)
+//	  + lockout    FixedWindow.LockTime
+//	sliding log    NewSlidingLog      sorted set of timestamps   O(limit)
+//	sliding window NewSlidingWindow   hash: two counters         O(1)
+//	GCRA           NewGCRA            theoretical arrival time   O(1)
+//	funnel         NewFunnel          hash: level and timestamp  O(1)
+//	concurrency    NewConcurrency     sorted set of leases       O(limit)
+//
+// The first five implement Limiter. The concurrency limiter counts calls in
+// flight rather than calls per unit of time, so it hands out leases instead:
+// see Semaphore.
+//
+// # Keys
+//
+// A limiter for key k keeps its state at "<namespace>:rl:{<algo>:<k>}"
+// (namespace "ak" by default; k escaped with the rules of internal/keys, so
+// any string up to 1024 bytes can be a key). Limiters of the same algorithm,
+// namespace and key share their state, whatever their configuration: give
+// limiters with different limits different keys or namespaces.
+//
+// # When Redis fails
+//
+// Allow never lets a call through silently. By default (fail closed) a Redis
+// error makes Allow return Allowed=false with the error. With
+// Options.FailOpen, Allow returns Allowed=true together with an error that
+// wraps both ErrFailedOpen and the Redis error, so the caller can serve the
+// request and still log or count the failure. A cancelled or expired context
+// and invalid input are never failed open.
+//
+// # Eviction and failover
+//
+// Limiter state must not be evicted while it matters: an evicted key forgets
+// the calls it counted (more calls pass until it fills again) and an evicted
+// lease frees a concurrency slot early. Every limiter key carries an expiry,
+// so that nothing is left behind; that also makes it a candidate for every
+// eviction policy but noeviction, volatile-* included. Keep limiter state on
+// a Redis that runs with maxmemory-policy noeviction (a separate one if the
+// cache's Redis evicts). After a failover to a replica that missed recent
+// writes, the lost calls are forgotten in the same way. Neither can make a
+// limiter refuse more than its definition says; both can let more through.
+package limit

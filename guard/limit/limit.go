@@ -1,0 +1,92 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors returned (wrapped) by this package; match them with errors.Is.
+var (
+	// ErrInvalid is returned for a configuration, key or n that cannot be
+	// used. An invalid key also matches keys.ErrInvalid.
+	ErrInvalid = errors.New("limit: invalid argument")
+	// ErrLimited is returned when a call is refused and the API has no
+	// Result to say so: Wait when the context's deadline would pass before
+	// the call could be allowed, Semaphore.TryAcquire when every slot is
+	// taken.
+	ErrLimited = errors.New("limit: limited")
+	// ErrFailedOpen is returned, together with the Redis error that caused
+	// it, when Options.FailOpen let a call through because Redis failed.
+	ErrFailedOpen = errors.New("limit: redis failed, call allowed (fail open)")
+	// ErrLeaseLost is returned by Lease.Release and Lease.Refresh when the
+	// lease has expired (its slot may already belong to someone else) or the
+	// key was reset.
+	ErrLeaseLost = errors.New("limit: lease lost")
+)
+
+// Limiter decides whether calls under a key may happen now. Implementations
+// in this package are safe for concurrent use and keep their state in Redis,
+// so every Limiter of the same algorithm, namespace and key, in any process,
+// shares one limit.
+type Limiter interface {
+	// Allow is AllowN(ctx, key, 1).
+	Allow(ctx context.Context, key string) (Result, error)
+	// AllowN reports whether n calls under key may happen now and, if so,
+	// counts them. A refused call changes nothing (except that it starts a
+	// lockout, see FixedWindow.LockTime). n must be in [1, Result.Limit].
+	// On a Redis error it returns the error with Allowed=false, or with
+	// Allowed=true under Options.FailOpen.
+	AllowN(ctx context.Context, key string, n int) (Result, error)
+	// Wait blocks until one call under key is allowed, sleeping RetryAfter
+	// between attempts, and returns nil once it is. It returns ctx's error
+	// when ctx ends first, and at once an error wrapping ErrLimited and
+	// context.DeadlineExceeded when ctx's deadline would pass before the
+	// next attempt. Under Options.FailOpen a Redis error ends Wait at once
+	// with an error wrapping ErrFailedOpen: the caller may proceed.
+	Wait(ctx context.Context, key string) error
+	// Reset forgets everything counted under key.
+	Reset(ctx context.Context, key string) error
+}
+
+// Result is the outcome of one AllowN call.
+type Result struct {
+	// Allowed is true if the calls may happen (and were counted).
+	Allowed bool
+	// Limit is the most calls the limiter allows at once: the limit per
+	// window, the GCRA burst or the funnel's capacity.
+	Limit int
+	// Remaining is how many more single calls would be allowed right now.
+	Remaining int
+	// RetryAfter is, when Allowed is false, how long until the same call
+	// could be allowed if nothing else happened meanwhile; 0 when Allowed.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the key is back to its initial state
+	// (Remaining == Limit) if no more calls come.
+	ResetAfter time.Duration
+
+	// at is the Redis time of the decision, in microseconds since the Unix
+	// epoch; 0 when Redis did not answer.
+	at int64
+}
+
+// Options are the settings every limiter shares. A nil *Options means the
+// defaults.
+type Options struct {
+	// Namespace starts every key. Default "ak". It may not contain
+	// characters that keys would need to escape.
+	Namespace string
+	// FailOpen makes AllowN return Allowed=true when Redis fails, with an
+	// error that wraps ErrFailedOpen and the Redis error. Default false: fail
+	// closed, AllowN returns Allowed=false and the Redis error.
+	FailOpen bool
+}
+
+// Client is the part of a go-redis client the limiters use; every
+// redis.UniversalClient (Client, ClusterClient, Ring, failover) has it.
+type Client interface {
+	redis.Scripter
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
+}

@@ -1,0 +1,163 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/redis/go-redis/v9"
+)
+
+// limiter is the Limiter of every algorithm: what differs is the script and
+// its arguments. All fields are set by the constructor and never change.
+type limiter struct {
+	client   Client
+	script   *redis.Script
+	ns       string
+	algo     string // part of the hash tag: "fw", "sl", "sw", "gcra", "fun"
+	limit    int    // the largest n AllowN accepts; Result.Limit
+	failOpen bool
+	// args returns ARGV for a call of n.
+	args func(n int) []any
+}
+
+func newLimiter(client Client, algo string, limit int, opts *Options, script *redis.Script, args func(n int) []any) (*limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	ns, err := keys.Namespace(o.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return &limiter{client: client, script: script, ns: ns, algo: algo, limit: limit, failOpen: o.FailOpen, args: args}, nil
+}
+
+// stateKey returns the key that holds the state of key.
+func stateKey(ns, algo, key string) (string, error) {
+	esc, err := keys.Escape(key)
+	if err != nil {
+		return "", fmt.Errorf("%w: key: %w", ErrInvalid, err)
+	}
+	return ns + ":rl:{" + algo + ":" + esc + "}", nil
+}
+
+func (l *limiter) Allow(ctx context.Context, key string) (Result, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+func (l *limiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
+	if n < 1 || n > l.limit {
+		return Result{Limit: l.limit}, fmt.Errorf("%w: n = %d, want 1 to %d", ErrInvalid, n, l.limit)
+	}
+	k, err := stateKey(l.ns, l.algo, key)
+	if err != nil {
+		return Result{Limit: l.limit}, err
+	}
+	reply, err := l.script.Run(ctx, l.client, []string{k}, l.args(n)...).Int64Slice()
+	if err == nil {
+		var res Result
+		if res, err = parseReply(reply); err == nil {
+			res.Limit = l.limit
+			return res, nil
+		}
+	}
+	return l.failed(ctx, err)
+}
+
+// failed turns a Redis error into the Result and error AllowN returns.
+func (l *limiter) failed(ctx context.Context, err error) (Result, error) {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The caller gave up: that is no Redis failure, never fail open.
+		if !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		}
+		return Result{Limit: l.limit}, fmt.Errorf("limit: %w", err)
+	}
+	if l.failOpen {
+		return Result{Allowed: true, Limit: l.limit}, fmt.Errorf("%w: %w", ErrFailedOpen, err)
+	}
+	return Result{Limit: l.limit}, fmt.Errorf("limit: redis: %w", err)
+}
+
+// parseReply reads the reply every limiter script returns:
+// {allowed (0 or 1), remaining, retry after µs, reset after µs, now µs}.
+func parseReply(v []int64) (Result, error) {
+	if len(v) != 5 {
+		return Result{}, fmt.Errorf("limit: unexpected script reply %v", v)
+	}
+	return Result{
+		Allowed:    v[0] == 1,
+		Remaining:  int(max(v[1], 0)),
+		RetryAfter: time.Duration(max(v[2], 0)) * time.Microsecond,
+		ResetAfter: time.Duration(max(v[3], 0)) * time.Microsecond,
+		at:         v[4],
+	}, nil
+}
+
+func (l *limiter) Wait(ctx context.Context, key string) error {
+	return wait(ctx, func() (Result, error) { return l.AllowN(ctx, key, 1) })
+}
+
+// minWait is the shortest sleep between two attempts of Wait, so that a
+// RetryAfter rounded down to zero cannot make it spin.
+const minWait = time.Millisecond
+
+// wait calls try until it allows, sleeping RetryAfter in between.
+func wait(ctx context.Context, try func() (Result, error)) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		res, err := try()
+		if err != nil {
+			return err
+		}
+		if res.Allowed {
+			return nil
+		}
+		d := max(res.RetryAfter, minWait)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			return fmt.Errorf("%w: the next attempt, in %v, is past the context deadline: %w", ErrLimited, d, context.DeadlineExceeded)
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("limit: wait: %w", ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+func (l *limiter) Reset(ctx context.Context, key string) error {
+	k, err := stateKey(l.ns, l.algo, key)
+	if err != nil {
+		return err
+	}
+	if err := l.client.Del(ctx, k).Err(); err != nil {
+		return fmt.Errorf("limit: reset: %w", err)
+	}
+	return nil
+}
+
+// micros returns d in whole microseconds, rounded up.
+func micros(d time.Duration) int64 {
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
+}
+
+// millis returns d in whole milliseconds, rounded up.
+func millis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
