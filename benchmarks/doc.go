@@ -1,0 +1,59 @@
+// Package benchmarks is the scenario harness behind the asidebench command:
+// it runs the cache-failure workloads (hit, penetration, avalanche,
+// breakdown, seqgen) against real or embedded backends, counts what reaches
+// the database and Redis, and writes the results as tables, JSON and a
+// Markdown report with charts.
+//
+// # Backends
+//
+// Open builds an Env: a Redis server or cluster (or an in-process miniredis
+// whose TTLs follow the wall clock through miniredis's ClockTTL, so keys
+// really expire), a database (a fresh PostgreSQL database created for the
+// run and dropped by Close, or SQLite through a pure-Go driver in a
+// temporary file), a Redis key namespace unique to the run (its keys are
+// removed by Close with SCAN + UNLINK) and the counters:
+//
+//   - every SQL statement is counted by a GORM callback (DB loads), with
+//     its start time and the number in flight;
+//   - every Redis round trip (a command or a pipeline) is counted by a
+//     go-redis hook on each client the Env hands out.
+//
+// Latencies on the embedded backend are not representative of a real
+// deployment: miniredis and SQLite run in the benchmark's own process.
+//
+// # Cache implementations under test
+//
+// A workload reads through a Subject, one instance of a cache
+// implementation as one process of a service would hold it. A Variant
+// names a configuration and builds one Subject per simulated process from a
+// Setup: that process's own Redis client, a namespace of its own, the
+// shared Loader (the database read every implementation falls back to) and
+// the scenario's TTL. RunHit, RunPenetration, RunAvalanche and
+// RunBreakdown run the same workload over every variant, one after the
+// other, and return a Result. asidekit's own variants (built on packages
+// repo and cacheaside) are returned by HitVariants, PenetrationVariants,
+// AvalancheVariants and BreakdownVariants.
+//
+// Another module can run the same workloads against other cache libraries
+// with a thin main:
+//
+//	env, err := benchmarks.Open(ctx, benchmarks.Config{RedisAddr: "127.0.0.1:6379", PostgresDSN: dsn})
+//	if err != nil { ... }
+//	defer env.Close()
+//	p := benchmarks.QuickParams()
+//	res, err := benchmarks.RunBreakdown(ctx, env, p.Breakdown, []benchmarks.Variant{{
+//		Name: "mylib",
+//		New: func(s benchmarks.Setup) (benchmarks.Subject, error) {
+//			return newMyLibSubject(s.Client, s.Namespace, s.TTL, s.Load), nil
+//		},
+//	}})
+//	if err != nil { ... }
+//	benchmarks.WriteTable(os.Stdout, res)
+//
+// # Results
+//
+// A Result holds one row of metrics per variant. WriteTable prints it,
+// WriteJSON writes {"scenario", "backend", "params", "results"} objects,
+// and WriteReport writes report.md with PNG charts (DB loads over time for
+// avalanche, latency percentiles for breakdown).
+package benchmarks
