@@ -1,0 +1,58 @@
+// Package seqgen issues daily business sequence numbers such as
+// ORD2026112900001 (prefix, date, zero-padded counter) that are never
+// issued twice, from one Redis round trip per call.
+//
+// # How it works
+//
+// Each (biz, day) has a Redis counter, ns:seq:{biz}:yyyymmdd, and next to it
+// (same hash tag) a mark: the highest number the counter may reach. One Lua
+// script increments the counter only if the result stays at or below the
+// mark. The mark comes from the DB: table asidekit_seq_segments
+// (schema.SeqSegment) holds a high-water mark per (biz, day), raised in
+// segments inside a transaction (SELECT ... FOR UPDATE, then UPDATE), and a
+// segment reaches Redis only after its transaction commits. So every number
+// issued is at or below the DB mark.
+//
+// When about RefillAt of a segment is used, the script hands one caller,
+// across all processes, a short lease (SET NX PX); that caller reserves the
+// next segment in the background while the others keep counting (double
+// buffering), so callers rarely wait on the DB. In-process, callers that do
+// reach the mark wait for the local reservation rather than start their own.
+//
+// If the counter key is lost (a restart without persistence, a flush, a
+// failover to a replica that missed writes, an eviction), the script says so
+// and one caller re-seeds it: it reserves a fresh segment (lo, hi] above the
+// DB mark and sets the counter to lo. Numbers between the last one issued and
+// lo are skipped; none is repeated. Each reservation moves the DB mark to
+// the observed counter + Segment, so a lost key skips about Segment numbers
+// at most.
+//
+// # Why a number is never issued twice
+//
+// Reservations are atomic in the DB, so segments never overlap. Within the
+// life of one counter key the counter only grows, and it only ever moves
+// through segments installed during that life. A segment is installed at
+// most once in all: a segment reserved before a counter was seeded lies
+// below that counter's start (the seed's own reservation came later, above
+// it), and one installed since lies at or below the mark, so a late or
+// replayed install (go-redis retries a command on some network errors) is
+// dropped. Seeding needs the caller's lease, which the loss of the keys or
+// the seed itself removes, so a replayed seed cannot restart a counter below
+// numbers already issued. The lease only limits wasted numbers; safety never
+// rests on it.
+//
+// # Days, formats, overflow
+//
+// Each call reads the clock once and derives the day from that instant in
+// Options.Location, for both the key and the printed date; a new day starts
+// at 1 (or after SeedFrom's answer, for tables older than the generator).
+// With Width 5 the 100,000th number of a day is ErrExhausted, or six digits
+// with OverflowWiden; never a wrap.
+//
+// # Operating it
+//
+// The keys must not be evicted for the numbers to stay dense: give them a
+// volatile-* policy (they carry a TTL of at least 48 h) or a Redis of their
+// own. An eviction or failover costs a skipped range, never a duplicate.
+// Run schema.Migrate (or migrate schema.SeqSegment) before New.
+package seqgen

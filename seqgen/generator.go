@@ -1,0 +1,227 @@
+package seqgen
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/internal/keys"
+)
+
+var (
+	// ErrExhausted is returned when a day has no number left within
+	// Options.Width digits (with OverflowError).
+	ErrExhausted = errors.New("seqgen: sequence exhausted for the day")
+	// ErrInvalid wraps every rejected argument or option: an empty or too
+	// long biz code, a batch size out of range, a bad Options field.
+	ErrInvalid = errors.New("seqgen: invalid argument")
+	// ErrClosed is returned by calls on a closed Generator.
+	ErrClosed = errors.New("seqgen: generator closed")
+	// ErrPanic wraps the value of a panic in a user callback (Clock,
+	// Prefix, SeedFrom).
+	ErrPanic = errors.New("seqgen: callback panicked")
+)
+
+// maxReservations bounds the DB reservations one call may make before it
+// gives up: more means its segments keep being lost (LeaseTTL shorter than
+// a reservation, or the keys deleted over and over).
+const maxReservations = 8
+
+// Generator issues daily business sequence numbers such as
+// ORD2026112900001: a Redis counter on the hot path, bounded by a
+// high-water mark reserved in the DB. It is safe for concurrent use; any
+// number of Generators, in any number of processes, may share one Redis
+// and one DB.
+type Generator struct {
+	rdb   redis.Scripter
+	db    *gorm.DB
+	opts  Options
+	limit int64  // highest number of a day
+	low   int64  // refill once mark - last <= low
+	id    string // random, unique per Generator: the stem of lease tokens
+	seq   atomic.Uint64
+
+	ctx    context.Context // cancelled by Close; the parent of background refills
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background refills
+
+	mu      sync.Mutex
+	closed  bool               // guarded by mu
+	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
+}
+
+// New returns a Generator that counts in client and reserves in db, whose
+// schema must include schema.SeqSegment (schema.Migrate creates it).
+// opts may be nil.
+func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Generator, error) {
+	if client == nil || db == nil {
+		return nil, fmt.Errorf("%w: nil Redis client or DB", ErrInvalid)
+	}
+	o, err := opts.init()
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("seqgen: token: %w", err)
+	}
+	g := &Generator{
+		rdb:     client,
+		db:      db,
+		opts:    o,
+		limit:   o.limit(),
+		low:     o.Segment - int64(float64(o.Segment)*o.RefillAt),
+		id:      hex.EncodeToString(b[:]),
+		flights: make(map[string]*flight),
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// Next returns the next number of biz for today, e.g. "ORD2026112900001".
+func (g *Generator) Next(ctx context.Context, biz string) (string, error) {
+	first, day, err := g.take(ctx, biz, 1)
+	if err != nil {
+		return "", err
+	}
+	return format(day.Prefix, first, g.opts.Width), nil
+}
+
+// NextN returns n consecutive numbers of biz for today, from one Redis
+// round trip (unless a segment must be reserved first). n is at most
+// Options.Segment. A batch is all or nothing: if fewer than n numbers are
+// left in the day, NextN returns ErrExhausted.
+func (g *Generator) NextN(ctx context.Context, biz string, n int) ([]string, error) {
+	first, day, err := g.take(ctx, biz, int64(n))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = format(day.Prefix, first+int64(i), g.opts.Width)
+	}
+	return out, nil
+}
+
+// Close stops background refills and waits for them to end. It does not
+// close the Redis client or the DB. Calls after Close return ErrClosed.
+func (g *Generator) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cancel()
+	g.wg.Wait()
+	return nil
+}
+
+// take issues n numbers of biz and returns the first and the day.
+func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, Day{}, err
+	}
+	if g.isClosed() {
+		return 0, Day{}, ErrClosed
+	}
+	escBiz, err := checkBiz(biz)
+	if err != nil {
+		return 0, Day{}, err
+	}
+	if n < 1 || n > g.opts.Segment {
+		return 0, Day{}, fmt.Errorf("%w: batch of %d, want 1 to %d", ErrInvalid, n, g.opts.Segment)
+	}
+	day, err := g.today(biz)
+	if err != nil {
+		return 0, Day{}, err
+	}
+	k := g.keysFor(escBiz, day.Key)
+	backoff := time.Millisecond
+	for reservations := 0; ; {
+		token := g.token()
+		v, err := nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
+		if err != nil {
+			return 0, Day{}, fmt.Errorf("seqgen: redis: %w", err)
+		}
+		r, err := parseNext(v)
+		if err != nil {
+			return 0, Day{}, err
+		}
+		switch r.status {
+		case statusIssued:
+			if r.leased {
+				g.refillAsync(biz, day, k, token, r.value)
+			}
+			return r.value - n + 1, day, nil
+		case statusExhausted:
+			return 0, Day{}, ErrExhausted
+		case statusNeedSegment, statusNeedSeed:
+			if !r.leased {
+				if err := g.wait(ctx, k.counter, &backoff); err != nil {
+					return 0, Day{}, err
+				}
+				continue
+			}
+			if reservations == maxReservations {
+				g.release(ctx, k, token)
+				return 0, Day{}, fmt.Errorf("seqgen: %q %s: no segment installed after %d reservations (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, reservations)
+			}
+			reservations++
+			if err := g.refill(ctx, biz, day, k, token, r.value, n, r.status == statusNeedSeed); err != nil {
+				return 0, Day{}, err
+			}
+		default:
+			return 0, Day{}, fmt.Errorf("seqgen: next.lua returned status %d", r.status)
+		}
+	}
+}
+
+// today reads the clock once and computes the day and prefix of biz,
+// turning a panic of Clock or Prefix into an error.
+func (g *Generator) today(biz string) (day Day, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: Clock or Prefix: %v", ErrPanic, r)
+		}
+	}()
+	prefix := biz
+	if g.opts.Prefix != nil {
+		prefix = g.opts.Prefix(biz)
+	}
+	return g.dayOf(g.opts.Clock(), prefix), nil
+}
+
+// checkBiz validates a biz code and returns it escaped for a key.
+func checkBiz(biz string) (string, error) {
+	if len(biz) > MaxBiz {
+		return "", fmt.Errorf("%w: biz code of %d bytes, the limit is %d", ErrInvalid, len(biz), MaxBiz)
+	}
+	esc, err := keys.Escape(biz)
+	if err != nil {
+		return "", fmt.Errorf("%w: biz code: %v", ErrInvalid, err)
+	}
+	return esc, nil
+}
+
+// token returns a lease token no other call, here or in another process,
+// will use.
+func (g *Generator) token() string {
+	b := make([]byte, 0, len(g.id)+21)
+	b = append(b, g.id...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, g.seq.Add(1), 10)
+	return string(b)
+}
+
+func (g *Generator) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}

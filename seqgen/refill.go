@@ -1,0 +1,120 @@
+package seqgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// flight is a reservation running in this process; done is closed when it
+// ends, so local callers that find the counter at its mark wait for it
+// instead of polling Redis.
+type flight struct {
+	done chan struct{}
+}
+
+// refill reserves a segment in the DB and installs it in Redis, releasing
+// the lease the caller holds (token). observed is the counter value next.lua
+// reported; seed says the counter key was missing.
+func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, token string, observed, n int64, seed bool) error {
+	f := g.startFlight(k.counter)
+	defer g.endFlight(k.counter, f)
+
+	lo, hi, err := g.reserve(ctx, biz, day, observed, n, seed)
+	if err != nil {
+		g.release(ctx, k, token)
+		if errors.Is(err, ErrExhausted) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrPanic) {
+			return err
+		}
+		return fmt.Errorf("seqgen: reserve %q %s: %w", biz, day.Key, err)
+	}
+	seedArg := "0"
+	if seed {
+		seedArg = "1"
+	}
+	// No retry of our own on failure: the segment is then skipped, never
+	// installed twice.
+	err = installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Err()
+	if err != nil {
+		return fmt.Errorf("seqgen: install segment (%d, %d] of %q %s: %w", lo, hi, biz, day.Key, err)
+	}
+	return nil
+}
+
+// refillAsync reserves the next segment in the background after next.lua
+// handed this caller the lease at the refill threshold (double buffering).
+// It is bounded by LeaseTTL and cancelled by Close.
+func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, last int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return // the lease expires by itself
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		// A panic here would kill the process; none is expected (SeedFrom's
+		// are already errors), so this is a last resort that leaves the
+		// lease to expire.
+		defer func() { _ = recover() }()
+		ctx, cancel := context.WithTimeout(g.ctx, g.opts.LeaseTTL)
+		defer cancel()
+		_ = g.refill(ctx, biz, day, k, token, last, 1, false)
+	}()
+}
+
+// release gives up a lease without installing anything, best effort.
+func (g *Generator) release(ctx context.Context, k keyset, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = releaseScript.Run(ctx, g.rdb, []string{k.lease}, token).Err()
+}
+
+func (g *Generator) startFlight(key string) *flight {
+	f := &flight{done: make(chan struct{})}
+	g.mu.Lock()
+	g.flights[key] = f
+	g.mu.Unlock()
+	return f
+}
+
+func (g *Generator) endFlight(key string, f *flight) {
+	g.mu.Lock()
+	if g.flights[key] == f {
+		delete(g.flights, key)
+	}
+	g.mu.Unlock()
+	close(f.done)
+}
+
+// maxBackoff caps the pause between polls while another process reserves.
+const maxBackoff = 50 * time.Millisecond
+
+// wait pauses a caller that found the counter at its mark while someone
+// else holds the lease: until this process's reservation ends, or for a
+// jittered, growing backoff when the holder is another process.
+func (g *Generator) wait(ctx context.Context, key string, backoff *time.Duration) error {
+	g.mu.Lock()
+	f := g.flights[key]
+	g.mu.Unlock()
+
+	d := *backoff
+	var done <-chan struct{}
+	if f != nil {
+		done, d = f.done, g.opts.LeaseTTL
+	} else {
+		d = d/2 + rand.N(d/2+1)
+		*backoff = min(*backoff*2, maxBackoff)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-done:
+	case <-t.C:
+	}
+	return nil
+}
