@@ -1,0 +1,178 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configure a Cache. A nil *Options means all defaults.
+type Options struct {
+	// Namespace prefixes every key and the notification channel. Default
+	// "ak".
+	Namespace string
+
+	// Codec encodes values. Default JSON (encoding/json).
+	Codec Codec
+
+	// Observer, when set, receives every entity's events (for metrics
+	// exporters). Default nil.
+	Observer Observer
+
+	// BreakerThreshold is the number of consecutive Redis failures after
+	// which the Cache stops calling Redis for BreakerCooldown and reads go
+	// straight to the loaders. Default 5; negative disables the breaker.
+	BreakerThreshold int
+
+	// BreakerCooldown is how long the breaker stays open before one call
+	// probes Redis again. Default 1 second.
+	BreakerCooldown time.Duration
+
+	// MaxValueSize is the largest encoded entry (header + payload, in
+	// bytes) the Cache stores; larger loaded values are served but not
+	// cached, and Set returns ErrValueTooLarge. Default 8 MiB.
+	MaxValueSize int
+
+	// WriteTimeout bounds the Redis writes a load makes after its caller's
+	// context is done (storing the value, releasing the lease), which run
+	// detached so that waiters are not left hanging. Default 2 seconds.
+	WriteTimeout time.Duration
+}
+
+// Defaults of Options fields.
+const (
+	DefaultNamespace        = keys.DefaultNamespace
+	DefaultBreakerThreshold = 5
+	DefaultBreakerCooldown  = time.Second
+	DefaultMaxValueSize     = 8 << 20
+	DefaultWriteTimeout     = 2 * time.Second
+)
+
+// Cache is a read-through cache over one Redis client. Create entities on
+// it with NewEntity. It is safe for concurrent use; Close it to stop its
+// background work.
+type Cache struct {
+	client       redis.UniversalClient
+	ns           string
+	codec        Codec
+	observer     Observer
+	maxValue     int
+	writeTimeout time.Duration
+	channel      string // value-ready notifications
+	br           breaker
+	hub          hub
+	retry        retrier
+
+	base   context.Context // cancelled by Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex     // guards closed and wg.Add
+	closed bool           // guarded by mu
+	wg     sync.WaitGroup // background goroutines
+}
+
+// New returns a Cache over client. opts may be nil.
+func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
+	if client == nil {
+		return nil, errors.New("cacheaside: nil redis client")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	ns, err := keys.Namespace(o.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("cacheaside: %w", err)
+	}
+	if o.Codec == nil {
+		o.Codec = JSON{}
+	}
+	if o.BreakerThreshold == 0 {
+		o.BreakerThreshold = DefaultBreakerThreshold
+	}
+	if o.BreakerCooldown <= 0 {
+		o.BreakerCooldown = DefaultBreakerCooldown
+	}
+	if o.MaxValueSize <= 0 {
+		o.MaxValueSize = DefaultMaxValueSize
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	c := &Cache{
+		client:       client,
+		ns:           ns,
+		codec:        o.Codec,
+		observer:     o.Observer,
+		maxValue:     o.MaxValueSize,
+		writeTimeout: o.WriteTimeout,
+		channel:      ns + ":ready",
+	}
+	c.br = breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown}
+	c.base, c.cancel = context.WithCancel(context.Background())
+	c.hub.c = c
+	c.retry.c = c
+	return c, nil
+}
+
+// Close stops the Cache's shared subscription, background refreshes and
+// invalidation retries, and waits for them to end. Invalidations still
+// queued are dropped (their entries expire with their TTL). Reads and
+// writes keep working after Close, without background work.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.hub.close()
+	c.wg.Wait()
+	return nil
+}
+
+// goBackground runs f on a goroutine that Close waits for, unless the
+// Cache is closed (then it reports false and does nothing).
+func (c *Cache) goBackground(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// detached returns a context that keeps ctx's values but not its
+// cancellation, ends after timeout, and ends when the Cache is closed.
+func (c *Cache) detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	d, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(c.base, cancel)
+	return d, func() { stop(); cancel() }
+}
+
+// redisErr classifies the error of a Redis call for the breaker: nil and
+// redis.Nil are successes; a failure caused by the caller's own context is
+// neither (and is returned as the context's error).
+func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr error) {
+	if err == nil || err == redis.Nil {
+		c.br.success()
+		return false, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return false, cerr
+	}
+	c.br.failure()
+	return true, nil
+}

@@ -1,0 +1,62 @@
+// Package cacheaside is asidekit's read-through engine: typed entities
+// cached in Redis in front of a loader (usually a database query), guarded
+// against the three classic cache failures.
+//
+//   - Penetration: absent ids are cached as "not found" for NullTTL, and an
+//     optional Bloom pre-filter (Policy.Filter) answers ErrNotFound for ids
+//     that exist nowhere without calling the loader.
+//   - Avalanche: every write's TTL is jittered, and when Redis fails reads
+//     fall through to the loader, capped per entity by MaxConcurrentLoads and
+//     guarded by a breaker so that a dead Redis costs no per-call timeout.
+//   - Breakdown: per entity, a Strategy decides how concurrent misses of one
+//     hot key are rebuilt: None, SingleFlight, Mutex (one load across all
+//     processes, waiters woken by one shared pub/sub subscription),
+//     AsyncRefresh (logical expiry, stale-while-revalidate) or EarlyRefresh
+//     (XFetch probabilistic early recomputation).
+//
+// # Stored entries
+//
+// A value is one Redis string: a 15-byte header (magic, format version, a
+// null flag, the logical expiry in Unix milliseconds and the last load's
+// duration) followed by the Codec's payload. A hit costs one GET and one
+// decode. A corrupt or foreign entry is a miss: it is deleted and counted.
+//
+// # Keys
+//
+// For entity "user" and id "42" in namespace "ak":
+//
+//	ak:{user:42}       the entry
+//	ak:{user:42}:lock  the rebuild lease (Mutex, AsyncRefresh, EarlyRefresh)
+//	ak:{user:42}:ver   the version token
+//
+// All three share the hash tag {user:42}, so every script runs on Redis
+// Cluster. Entity names and ids are escaped with internal/keys.
+//
+// # Consistency: versions and leases
+//
+// Writers change the source of truth first and then call Invalidate (or
+// Set). Both replace the id's version token with a fresh random token in the
+// same script that deletes (or writes) the entry. Every load reads the token
+// before it calls the loader, and the script that stores the loaded value
+// refuses the SET when the token has changed since (Stats.RejectedSets). So
+// a loader that read old data can never write it into the cache after an
+// invalidation that began after the load did.
+//
+// Version tokens are random 64-bit values, never counters, and a missing
+// token is created (never compared as "absent"). Therefore an expired or
+// evicted :ver key can only make a store be refused, never let a stale one
+// through: if the token read before the load expires, the key is either
+// missing at store time (refused) or holds a new random token (refused).
+// The :ver key lives for the entry's longest lifetime plus LockTTL plus a
+// minute, so in normal operation it outlives its entry and refusals stay
+// rare. See the package README for the eviction policy this needs: none;
+// losing :ver or :lock keys costs at most an extra load.
+//
+// # Failure
+//
+// Loader panics are recovered and returned to every waiter as an error
+// matching ErrLoaderPanic (with the panic value and stack); the lease is
+// released. A loader error with a stale value still within Policy.Grace
+// serves the stale value. Failed invalidations are retried in the
+// background until they succeed or the Cache is closed.
+package cacheaside

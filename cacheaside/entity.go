@@ -1,0 +1,245 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/redis/go-redis/v9"
+)
+
+// Entity is a typed handle on one kind of cached value (e.g. "user"),
+// with its Policy. It is safe for concurrent use. Values are returned by
+// copy, but a T holding pointers, slices or maps shares them among the
+// callers of one load: treat results as read-only.
+type Entity[T any] struct {
+	c      *Cache
+	name   string
+	p      Policy
+	prefix string // ns + ":{" + escaped name + ":"
+	ctr    *counters
+
+	clock  bool  // the hit path needs the time (Grace, AsyncRefresh, EarlyRefresh)
+	lockPX int64 // LockTTL in ms
+	verPX  int64 // version key TTL in ms
+	graceM int64 // Grace in ms
+
+	active     atomic.Int64 // loader calls running now
+	flight     flight[T]
+	refreshing sync.Map // id -> struct{}: refreshes running in this process
+}
+
+// NewEntity returns the entity name of c with Policy p (zero fields take
+// their documented defaults). name is escaped into every key; it may not
+// be empty.
+func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
+	if c == nil {
+		return nil, errors.New("cacheaside: nil Cache")
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	esc, err := keys.Escape(name)
+	if err != nil {
+		return nil, fmt.Errorf("cacheaside: entity name: %w: %w", ErrInvalidID, err)
+	}
+	p, err = p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Entity[T]{
+		c:      c,
+		name:   name,
+		p:      p,
+		prefix: c.ns + ":{" + esc + ":",
+		ctr:    &counters{name: name, observer: c.observer},
+		clock:  p.Grace > 0 || p.Strategy == AsyncRefresh || p.Strategy == EarlyRefresh,
+		lockPX: ms(p.LockTTL),
+		graceM: p.Grace.Milliseconds(),
+	}
+	longest := max(time.Duration(float64(p.TTL)*(1+p.Jitter))+p.Grace, time.Duration(float64(p.NullTTL)*(1+p.Jitter)))
+	e.verPX = ms(longest + p.LockTTL + time.Minute)
+	return e, nil
+}
+
+// Name returns the entity's name.
+func (e *Entity[T]) Name() string { return e.name }
+
+// Policy returns the entity's policy with defaults filled in.
+func (e *Entity[T]) Policy() Policy { return e.p }
+
+// Stats returns a snapshot of the entity's counters.
+func (e *Entity[T]) Stats() Stats { return e.ctr.snapshot() }
+
+// Key returns the Redis key of id's entry, e.g. "ak:{user:42}".
+func (e *Entity[T]) Key(id string) (string, error) { return e.key(id) }
+
+func (e *Entity[T]) key(id string) (string, error) {
+	esc, err := keys.Escape(id)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidID, err)
+	}
+	return e.prefix + esc + "}", nil
+}
+
+var errNilLoader = errors.New("cacheaside: nil loader")
+
+// stale is a value past its logical expiry, kept to be served within Grace
+// if the loader fails.
+type stale[T any] struct {
+	v      T
+	expiry int64 // Unix ms
+}
+
+// Get returns id's value: from Redis on a hit (one round trip), otherwise
+// from load, as the Policy's strategy directs, storing the result. load
+// returns ErrNotFound (or an error wrapping it) when id does not exist; Get
+// then returns ErrNotFound, and the absence is cached for NullTTL.
+//
+// When Redis fails (or the breaker is open) Get calls load directly,
+// within MaxConcurrentLoads. Every wait honours ctx.
+func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Context, id string) (T, error)) (T, error) {
+	var zero T
+	key, err := e.key(id)
+	if err != nil {
+		return zero, err
+	}
+	if load == nil {
+		return zero, errNilLoader
+	}
+	if !e.c.br.allow() {
+		e.ctr.inc(EventBypass)
+		return e.loadDirect(ctx, id, load, nil)
+	}
+	b, err := e.c.client.Get(ctx, key).Bytes()
+	if err != nil {
+		failed, cerr := e.c.redisErr(ctx, err)
+		if cerr != nil {
+			return zero, cerr
+		}
+		if failed {
+			e.ctr.inc(EventCacheError)
+			return e.loadDirect(ctx, id, load, nil)
+		}
+		e.ctr.inc(EventMiss)
+		return e.miss(ctx, key, id, load, nil)
+	}
+	e.c.br.success()
+	h, payload, err := decodeEntry(b)
+	if err == nil {
+		fresh, now := true, int64(0)
+		if e.clock {
+			now = time.Now().UnixMilli()
+			fresh = now < h.expiry
+		}
+		if h.null {
+			if fresh {
+				e.ctr.inc(EventNullHit)
+				return zero, ErrNotFound
+			}
+			e.ctr.inc(EventMiss)
+			return e.miss(ctx, key, id, load, nil)
+		}
+		var v T
+		if err = e.c.codec.Unmarshal(payload, &v); err == nil {
+			switch {
+			case fresh:
+				e.ctr.inc(EventHit)
+				if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
+					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), nil
+				}
+				return v, nil
+			case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
+				e.ctr.inc(EventStaleServed)
+				e.refreshAsync(ctx, key, id, load, b[:headerLen])
+				return v, nil
+			}
+			e.ctr.inc(EventMiss)
+			return e.miss(ctx, key, id, load, &stale[T]{v: v, expiry: h.expiry})
+		}
+	}
+	e.corrupt(ctx, key)
+	e.ctr.inc(EventMiss)
+	return e.miss(ctx, key, id, load, nil)
+}
+
+// maxXFetch bounds −ln(U) for U in (0,1] drawn from a float64: no reader
+// can recompute earlier than maxXFetch·Δ·β before the expiry.
+const maxXFetch = 38
+
+// xfetch reports whether a reader at now should recompute the entry early:
+// now − Δ·β·ln(U) ≥ expiry, U uniform on (0,1].
+func (e *Entity[T]) xfetch(now int64, h header) bool {
+	delta := float64(h.loadUS) / 1000 * e.p.Beta // ms
+	gap := float64(h.expiry - now)
+	if delta <= 0 || gap > delta*maxXFetch {
+		return false
+	}
+	return -delta*math.Log(1-rand.Float64()) >= gap
+}
+
+// corrupt deletes an entry that is not ours (or is damaged) and counts it.
+func (e *Entity[T]) corrupt(ctx context.Context, key string) {
+	e.ctr.inc(EventDecodeError)
+	if err := e.c.client.Del(ctx, key).Err(); err != nil {
+		if failed, _ := e.c.redisErr(ctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+	}
+}
+
+// miss handles a cache miss: the filter, then the strategy.
+func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+	var zero T
+	if e.p.Filter != nil {
+		ok, err := e.p.Filter.MightContain(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return zero, ctx.Err()
+		case err != nil:
+			e.ctr.inc(EventCacheError)
+		case !ok:
+			e.ctr.inc(EventFiltered)
+			return zero, ErrNotFound
+		}
+	}
+	switch e.p.Strategy {
+	case None:
+		return e.loadAndStore(ctx, key, id, load, st)
+	case SingleFlight:
+		return e.flight.do(ctx, id, func(ctx context.Context) (T, error) {
+			return e.loadAndStore(ctx, key, id, load, st)
+		})
+	default:
+		return e.flight.do(ctx, id, func(ctx context.Context) (T, error) {
+			return e.leased(ctx, key, id, load, st)
+		})
+	}
+}
+
+// serveStale returns st's value if it is still within Grace.
+func (e *Entity[T]) serveStale(st *stale[T]) (T, bool) {
+	if st == nil || e.graceM <= 0 || time.Now().UnixMilli() >= st.expiry+e.graceM {
+		var zero T
+		return zero, false
+	}
+	e.ctr.inc(EventStaleServed)
+	return st.v, true
+}
+
+// ms converts d to whole milliseconds, at least 1.
+func ms(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
+}
+
+// isRedisNil reports whether err is a Redis nil reply.
+func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,27 @@
+-- fill.lua: store a loaded entry unless the id's version changed since the
+-- load began; release the caller's lease and notify waiters.
+--
+-- KEYS[1]  entry key        ns:{name:id}
+-- KEYS[2]  version key      ns:{name:id}:ver
+-- KEYS[3]  lease key        ns:{name:id}:lock
+-- ARGV[1]  version token read before the load
+-- ARGV[2]  entry (header + payload)
+-- ARGV[3]  entry TTL, ms
+-- ARGV[4]  version TTL, ms (>= every entry TTL of the entity)
+-- ARGV[5]  lease token, or "" when the caller holds no lease
+-- ARGV[6]  pub/sub channel to publish KEYS[1] on, or "" for none
+--
+-- Returns 1 when stored, 0 when refused (the version changed).
+local stored = 0
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  stored = 1
+end
+if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
+  redis.call('DEL', KEYS[3])
+end
+if ARGV[6] ~= '' then
+  redis.call('PUBLISH', ARGV[6], KEYS[1])
+end
+return stored

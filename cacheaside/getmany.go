@@ -1,0 +1,389 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// GetMany returns the values of ids that exist, by id. Hits are read in one
+// round trip (one MGET; on a Cluster one MGET per hash slot in one
+// pipeline); all misses go to at most one call of load, whose result holds
+// the ids it found: ids missing from it are absent (null-cached for
+// NullTTL) and missing from GetMany's result too. Duplicate ids are read
+// once. Stores after the load are version-checked like Get's, in one
+// pipeline.
+//
+// Misses are loaded by this caller directly, whatever the Strategy (a
+// batch takes no per-id leases); AsyncRefresh and EarlyRefresh values due
+// for a refresh are served and refreshed in the background, as one batch
+// under per-id leases. When load fails, GetMany returns what it has (hits,
+// and stale values within Grace for the failed ids) together with the
+// error.
+func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx context.Context, ids []string) (map[string]T, error)) (map[string]T, error) {
+	out := make(map[string]T, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if load == nil {
+		return nil, errNilLoader
+	}
+	uniq := make([]string, 0, len(ids))
+	keyList := make([]string, 0, len(ids))
+	seen := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		key, err := e.key(id)
+		if err != nil {
+			return nil, err
+		}
+		uniq = append(uniq, id)
+		keyList = append(keyList, key)
+	}
+	if !e.c.br.allow() {
+		e.ctr.inc(EventBypass)
+		return e.loadManyDirect(ctx, uniq, load, out)
+	}
+	raws, err := mget(ctx, e.c.client, keyList)
+	if err != nil {
+		failed, cerr := e.c.redisErr(ctx, err)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if failed {
+			e.ctr.inc(EventCacheError)
+		}
+		return e.loadManyDirect(ctx, uniq, load, out)
+	}
+	e.c.br.success()
+
+	now := time.Now().UnixMilli()
+	var miss []int // indexes into uniq
+	var refresh []int
+	var observed []string
+	stales := map[string]*stale[T]{}
+	for i, raw := range raws {
+		s, ok := raw.(string)
+		if !ok {
+			e.ctr.inc(EventMiss)
+			miss = append(miss, i)
+			continue
+		}
+		h, payload, err := decodeEntry([]byte(s))
+		if err == nil {
+			fresh := now < h.expiry
+			if h.null {
+				if fresh {
+					e.ctr.inc(EventNullHit)
+				} else {
+					e.ctr.inc(EventMiss)
+					miss = append(miss, i)
+				}
+				continue
+			}
+			var v T
+			if err = e.c.codec.Unmarshal(payload, &v); err == nil {
+				switch {
+				case fresh:
+					e.ctr.inc(EventHit)
+					out[uniq[i]] = v
+					if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
+						refresh = append(refresh, i)
+						observed = append(observed, s[:headerLen])
+					}
+					continue
+				case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
+					e.ctr.inc(EventStaleServed)
+					out[uniq[i]] = v
+					refresh = append(refresh, i)
+					observed = append(observed, s[:headerLen])
+					continue
+				}
+				stales[uniq[i]] = &stale[T]{v: v, expiry: h.expiry}
+				e.ctr.inc(EventMiss)
+				miss = append(miss, i)
+				continue
+			}
+		}
+		e.corrupt(ctx, keyList[i])
+		e.ctr.inc(EventMiss)
+		miss = append(miss, i)
+	}
+	if len(refresh) > 0 {
+		e.refreshManyAsync(ctx, pick(uniq, refresh), pick(keyList, refresh), observed, load)
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	missIDs, missKeys := pick(uniq, miss), pick(keyList, miss)
+	missIDs, missKeys, err = e.filterMany(ctx, missIDs, missKeys)
+	if err != nil {
+		return nil, err
+	}
+	if len(missIDs) == 0 {
+		return out, nil
+	}
+
+	// Versions first, then the load, then the version-checked stores.
+	calls := make([]scriptCall, len(missKeys))
+	for i, k := range missKeys {
+		calls[i] = scriptCall{keys: []string{k + ":ver"}, args: []any{newToken(), e.verPX}}
+	}
+	if err := runScripts(ctx, e.c.client, versionScript, calls); err != nil {
+		failed, cerr := e.c.redisErr(ctx, err)
+		if cerr != nil {
+			return nil, cerr
+		}
+		if failed {
+			e.ctr.inc(EventCacheError)
+		}
+		return e.loadManyDirect(ctx, missIDs, load, out)
+	}
+	vers := make([]string, len(calls))
+	for i := range calls {
+		vers[i], _ = calls[i].cmd.Text()
+	}
+	found, d, err := e.invokeMany(ctx, missIDs, load)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		for _, id := range missIDs {
+			if v, ok := e.serveStale(stales[id]); ok {
+				out[id] = v
+			}
+		}
+		return out, err
+	}
+	e.storeMany(ctx, missIDs, missKeys, vers, nil, found, d)
+	for _, id := range missIDs {
+		if v, ok := found[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+// pick returns s[i] for each i in idx.
+func pick(s []string, idx []int) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = s[i]
+	}
+	return out
+}
+
+// filterMany drops the ids the Filter rules out.
+func (e *Entity[T]) filterMany(ctx context.Context, ids, keyList []string) ([]string, []string, error) {
+	if e.p.Filter == nil {
+		return ids, keyList, nil
+	}
+	maybe := make([]bool, len(ids))
+	if bf, ok := e.p.Filter.(BatchFilter); ok {
+		res, err := bf.MightContainMany(ctx, ids)
+		if err == nil && len(res) != len(ids) {
+			err = fmt.Errorf("cacheaside: filter answered %d of %d ids", len(res), len(ids))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			e.ctr.inc(EventCacheError)
+			return ids, keyList, nil
+		}
+		copy(maybe, res)
+	} else {
+		for i, id := range ids {
+			ok, err := e.p.Filter.MightContain(ctx, id)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				e.ctr.inc(EventCacheError)
+				ok = true
+			}
+			maybe[i] = ok
+		}
+	}
+	var keepIDs, keepKeys []string
+	for i, ok := range maybe {
+		if ok {
+			keepIDs = append(keepIDs, ids[i])
+			keepKeys = append(keepKeys, keyList[i])
+		} else {
+			e.ctr.inc(EventFiltered)
+		}
+	}
+	return keepIDs, keepKeys, nil
+}
+
+// invokeMany calls a batch loader within the concurrency cap (one slot),
+// recovering panics and counting it as one load.
+func (e *Entity[T]) invokeMany(ctx context.Context, ids []string, load func(context.Context, []string) (map[string]T, error)) (found map[string]T, d time.Duration, err error) {
+	if !e.acquire() {
+		return nil, 0, ErrOverloaded
+	}
+	defer e.release()
+	d, err = e.timed(func() (err error) {
+		found, err = callLoader(ctx, "", func(ctx context.Context, _ string) (map[string]T, error) {
+			return load(ctx, ids)
+		})
+		return err
+	})
+	return found, d, err
+}
+
+// loadManyDirect is GetMany's fail-open path: load everything, store
+// nothing.
+func (e *Entity[T]) loadManyDirect(ctx context.Context, ids []string, load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
+	found, _, err := e.invokeMany(ctx, ids, load)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return out, err
+	}
+	for _, id := range ids {
+		if v, ok := found[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+// storeMany writes the outcome of a batch load for ids (values found, nulls
+// for the others when NullTTL is set) with fill.lua in one pipeline.
+// tokens, when not nil, are the leases to release (refresh).
+func (e *Entity[T]) storeMany(ctx context.Context, ids, keyList, vers, tokens []string, found map[string]T, d time.Duration) {
+	calls := make([]scriptCall, 0, len(ids))
+	channel := ""
+	if tokens != nil {
+		channel = e.c.channel
+	}
+	for i, id := range ids {
+		v, ok := found[id]
+		if !ok && e.p.NullTTL <= 0 && tokens == nil {
+			continue
+		}
+		token := ""
+		if tokens != nil {
+			token = tokens[i]
+		}
+		var entry []byte
+		var px int64
+		var err error
+		if ok || e.p.NullTTL > 0 {
+			entry, px, err = e.makeEntry(v, ok, d)
+			if err != nil {
+				e.ctr.inc(EventCacheError)
+			}
+		}
+		if entry == nil {
+			if token != "" {
+				e.releaseLease(ctx, keyList[i], token)
+			}
+			continue
+		}
+		k := keyList[i]
+		calls = append(calls, scriptCall{
+			keys: []string{k, k + ":ver", k + ":lock"},
+			args: []any{vers[i], entry, px, e.verPX, token, channel},
+		})
+	}
+	if len(calls) == 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
+	defer cancel()
+	if err := runScripts(wctx, e.c.client, fillScript, calls); err != nil {
+		if failed, _ := e.c.redisErr(wctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+	} else {
+		e.c.br.success()
+	}
+	for i := range calls {
+		if n, err := calls[i].cmd.Int(); err == nil && n == 0 {
+			e.ctr.inc(EventRejectedSet)
+		}
+	}
+}
+
+// refreshManyAsync refreshes, in the background and as one batch, the ids
+// whose entries (with the headers observed) are due: it takes the leases
+// it can, loads those ids in one call and stores them.
+func (e *Entity[T]) refreshManyAsync(ctx context.Context, ids, keyList, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	var todoIDs, todoKeys, todoObs []string
+	for i, id := range ids {
+		if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); !busy {
+			todoIDs = append(todoIDs, id)
+			todoKeys = append(todoKeys, keyList[i])
+			todoObs = append(todoObs, observed[i])
+		}
+	}
+	if len(todoIDs) == 0 {
+		return
+	}
+	done := func() {
+		for _, id := range todoIDs {
+			e.refreshing.Delete(id)
+		}
+	}
+	if !e.c.goBackground(func() {
+		defer done()
+		rctx, cancel := e.c.detached(ctx, e.p.RefreshTimeout)
+		defer cancel()
+		e.refreshMany(rctx, todoIDs, todoKeys, todoObs, load)
+	}) {
+		done()
+	}
+}
+
+func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	now := time.Now().UnixMilli()
+	tokens := make([]string, len(ids))
+	calls := make([]scriptCall, len(ids))
+	for i, k := range keyList {
+		tokens[i] = newToken()
+		calls[i] = scriptCall{
+			keys: []string{k, k + ":lock", k + ":ver"},
+			args: []any{tokens[i], e.lockPX, newToken(), e.verPX, now, observed[i]},
+		}
+	}
+	if err := runScripts(ctx, e.c.client, leaseScript, calls); err != nil {
+		if failed, _ := e.c.redisErr(ctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+		// Release whatever leases were taken.
+		for i := range calls {
+			if res, err := calls[i].cmd.Slice(); err == nil && len(res) > 0 && res[0] == int64(leaseAcquired) {
+				e.releaseLease(ctx, keyList[i], tokens[i])
+			}
+		}
+		return
+	}
+	e.c.br.success()
+	var gotIDs, gotKeys, gotVers, gotTokens []string
+	for i := range calls {
+		res, _ := calls[i].cmd.Slice()
+		if len(res) > 1 && res[0] == int64(leaseAcquired) {
+			ver, _ := res[1].(string)
+			gotIDs = append(gotIDs, ids[i])
+			gotKeys = append(gotKeys, keyList[i])
+			gotVers = append(gotVers, ver)
+			gotTokens = append(gotTokens, tokens[i])
+		}
+	}
+	if len(gotIDs) == 0 {
+		return
+	}
+	found, d, err := e.invokeMany(ctx, gotIDs, load)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		for i := range gotIDs {
+			e.releaseLease(ctx, gotKeys[i], gotTokens[i])
+		}
+		return
+	}
+	for range gotIDs {
+		e.ctr.inc(EventRefresh)
+	}
+	e.storeMany(ctx, gotIDs, gotKeys, gotVers, gotTokens, found, d)
+}

@@ -1,0 +1,181 @@
+package cacheaside
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Lease statuses returned by lease.lua.
+const (
+	leaseHeld     = 0 // another caller holds the lease
+	leaseAcquired = 1 // ours: load, then fill.lua with the version
+	leaseNoop     = 2 // nothing to rebuild: a fresh entry (miss mode) or a changed one (refresh mode)
+)
+
+// recheck is how often a waiter re-checks without a notification, so that
+// a lost message or a crashed lease holder delays it but never hangs it
+// beyond WaitTimeout.
+const recheck = 100 * time.Millisecond
+
+type leaseReply struct {
+	status int64
+	ver    string
+	entry  []byte // nil when there is none
+}
+
+// lease runs lease.lua. observed is "" (miss mode) or the entry header the
+// caller saw (refresh mode).
+func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (leaseReply, error) {
+	res, err := leaseScript.Run(ctx, e.c.client, []string{key, key + ":lock", key + ":ver"},
+		token, e.lockPX, newToken(), e.verPX, time.Now().UnixMilli(), observed).Slice()
+	if err != nil {
+		return leaseReply{}, err
+	}
+	var r leaseReply
+	if len(res) < 1 {
+		return r, fmt.Errorf("cacheaside: lease.lua returned %d values", len(res))
+	}
+	r.status, _ = res[0].(int64)
+	if len(res) > 1 {
+		r.ver, _ = res[1].(string)
+	}
+	if len(res) > 2 {
+		if s, ok := res[2].(string); ok {
+			r.entry = []byte(s)
+		}
+	}
+	return r, nil
+}
+
+// leased is a miss for Mutex, AsyncRefresh and EarlyRefresh: one caller
+// across all processes takes the lease and loads; the others wait for its
+// value-ready notification (or re-check every recheck), up to WaitTimeout.
+// In this process callers share one leased() through the flight group.
+func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+	var zero T
+	token := newToken()
+	deadline := time.NewTimer(e.p.WaitTimeout)
+	defer deadline.Stop()
+	var tick *time.Timer
+	var wake chan struct{}
+	for {
+		r, err := e.lease(ctx, key, token, "")
+		if err != nil {
+			failed, cerr := e.c.redisErr(ctx, err)
+			if cerr != nil {
+				return zero, cerr
+			}
+			if failed {
+				e.ctr.inc(EventCacheError)
+			}
+			v, _, err := e.invoke(ctx, id, load)
+			return e.result(v, err, st)
+		}
+		e.c.br.success()
+		switch r.status {
+		case leaseAcquired:
+			v, d, err := e.invoke(ctx, id, load)
+			return e.finish(ctx, key, r.ver, token, v, d, err, st)
+		case leaseNoop:
+			if h, payload, err := decodeEntry(r.entry); err == nil {
+				if h.null {
+					return zero, ErrNotFound
+				}
+				var v T
+				if err := e.c.codec.Unmarshal(payload, &v); err == nil {
+					return v, nil
+				}
+			}
+			e.corrupt(ctx, key)
+			continue
+		}
+		// Held by another caller: wait for its notification.
+		if st == nil && r.entry != nil {
+			if h, payload, err := decodeEntry(r.entry); err == nil && !h.null {
+				var v T
+				if e.c.codec.Unmarshal(payload, &v) == nil {
+					st = &stale[T]{v: v, expiry: h.expiry}
+				}
+			}
+		}
+		if wake == nil {
+			e.ctr.inc(EventLockWait)
+			wake = e.c.hub.register(ctx, key)
+			defer e.c.hub.unregister(key, wake)
+			tick = time.NewTimer(min(recheck, e.p.WaitTimeout))
+			defer tick.Stop()
+			continue // re-check now that a notification can no longer be missed
+		}
+		select {
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		case <-deadline.C:
+			e.ctr.inc(EventLockTimeout)
+			if v, ok := e.serveStale(st); ok {
+				return v, nil
+			}
+			return zero, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
+		case <-wake:
+		case <-tick.C:
+		}
+		tick.Reset(min(recheck, e.p.WaitTimeout))
+	}
+}
+
+// refresh recomputes an entry whose header the caller saw, under the
+// lease; it does nothing if another caller holds the lease or the entry
+// changed. It reports whether it stored a new value.
+func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) (T, bool) {
+	var zero T
+	token := newToken()
+	r, err := e.lease(ctx, key, token, observed)
+	if err != nil {
+		if failed, _ := e.c.redisErr(ctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+		return zero, false
+	}
+	e.c.br.success()
+	if r.status != leaseAcquired {
+		return zero, false
+	}
+	v, d, err := e.invoke(ctx, id, load)
+	if err == nil {
+		e.ctr.inc(EventRefresh)
+	}
+	_, _ = e.finish(ctx, key, r.ver, token, v, d, err, nil)
+	return v, err == nil
+}
+
+// refreshAsync starts a background refresh of id unless one runs in this
+// process already. The refresh runs on a context detached from ctx (its
+// values kept), bounded by RefreshTimeout and ended by Close.
+func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(context.Context, string) (T, error), hdr []byte) {
+	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
+		return
+	}
+	observed := string(hdr)
+	if !e.c.goBackground(func() {
+		defer e.refreshing.Delete(id)
+		rctx, cancel := e.c.detached(ctx, e.p.RefreshTimeout)
+		defer cancel()
+		e.refresh(rctx, key, id, load, observed)
+	}) {
+		e.refreshing.Delete(id)
+	}
+}
+
+// earlyRefresh is EarlyRefresh's recomputation by the reader XFetch
+// picked. It returns the new value, or cur if another caller refreshes
+// (or the load fails: cur is still fresh).
+func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), cur T, hdr []byte) T {
+	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
+		return cur
+	}
+	defer e.refreshing.Delete(id)
+	if v, ok := e.refresh(ctx, key, id, load, string(hdr)); ok {
+		return v
+	}
+	return cur
+}

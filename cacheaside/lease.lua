@@ -1,0 +1,44 @@
+-- lease.lua: take the rebuild lease of an id unless there is nothing to
+-- rebuild, and read its version token in the same step.
+--
+-- KEYS[1]  entry key        ns:{name:id}
+-- KEYS[2]  lease key        ns:{name:id}:lock
+-- KEYS[3]  version key      ns:{name:id}:ver
+-- ARGV[1]  lease token
+-- ARGV[2]  lease TTL, ms
+-- ARGV[3]  candidate version token (stored when the version key is missing)
+-- ARGV[4]  version TTL, ms
+-- ARGV[5]  now, Unix ms (the caller's clock)
+-- ARGV[6]  refresh mode: the entry header the caller saw ("" = miss mode)
+--
+-- Miss mode: an entry whose header is valid (magic 0xAC, format 1) and
+-- whose logical expiry (bytes 4..11, big-endian ms) is after ARGV[5] needs
+-- no rebuild. Refresh mode: an entry whose header differs from ARGV[6] (or
+-- that is gone) was refreshed or invalidated by someone else.
+--
+-- Returns {status, version, entry}: status 2 = nothing to do (entry is the
+-- current one, or false), 1 = lease taken (version is the token to pass to
+-- fill.lua), 0 = lease held by another caller (entry may be stale).
+local v = redis.call('GET', KEYS[1])
+if ARGV[6] ~= '' then
+  if not v or string.sub(v, 1, #ARGV[6]) ~= ARGV[6] then
+    return {2, false, v}
+  end
+elseif v and #v >= 15 and string.byte(v, 1) == 172 and string.byte(v, 2) == 1 then
+  local e = 0
+  for i = 4, 11 do
+    e = e * 256 + string.byte(v, i)
+  end
+  if e > tonumber(ARGV[5]) then
+    return {2, false, v}
+  end
+end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {0, false, v}
+end
+local ver = redis.call('GET', KEYS[3])
+if not ver then
+  ver = ARGV[3]
+  redis.call('SET', KEYS[3], ver, 'PX', ARGV[4])
+end
+return {1, ver, v}

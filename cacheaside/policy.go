@@ -1,0 +1,149 @@
+package cacheaside
+
+import (
+	"fmt"
+	"time"
+)
+
+// Strategy decides how concurrent misses of one key are rebuilt.
+type Strategy int
+
+const (
+	// None loads on every miss: the unprotected baseline.
+	None Strategy = iota
+	// SingleFlight shares one load among concurrent misses of a key in
+	// this process.
+	SingleFlight
+	// Mutex allows one load of a key across all processes: the winner of a
+	// Redis lease loads, the others wait for a value-ready notification (one
+	// shared subscription per Cache), bounded by WaitTimeout.
+	Mutex
+	// AsyncRefresh serves a value past its logical expiry (within Grace) at
+	// once and refreshes it in the background under the lease. A cold key
+	// is rebuilt as with Mutex.
+	AsyncRefresh
+	// EarlyRefresh recomputes a value before it expires with probability
+	// growing as exp(-remaining/(Δ·β)) (XFetch), Δ being the last load's
+	// duration; the recomputing reader holds the lease and the others keep
+	// the current value. A cold key is rebuilt as with Mutex.
+	EarlyRefresh
+)
+
+var strategyNames = [...]string{"None", "SingleFlight", "Mutex", "AsyncRefresh", "EarlyRefresh"}
+
+// String returns the strategy's name, e.g. "Mutex".
+func (s Strategy) String() string {
+	if s >= 0 && int(s) < len(strategyNames) {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// Policy configures one entity. The zero Policy is usable: a 10-minute TTL
+// with 10% jitter, no null caching, Strategy None.
+type Policy struct {
+	// TTL is the base lifetime of a cached value. Default 10 minutes.
+	TTL time.Duration
+
+	// Jitter spreads every write's lifetime uniformly over
+	// [TTL·(1−Jitter), TTL·(1+Jitter)]; it applies to NullTTL too. Default
+	// 0.1; a negative value disables jitter; at most 1.
+	Jitter float64
+
+	// NullTTL is how long a "not found" answer is cached (jittered). Default
+	// 0: absences are not cached.
+	NullTTL time.Duration
+
+	// Strategy is the breakdown strategy. Default None.
+	Strategy Strategy
+
+	// Filter, when set, is asked about every id that misses the cache
+	// before the loader is called; "definitely absent" answers ErrNotFound
+	// with no load. Default nil: no pre-filter. A Filter error is counted
+	// as a cache error and ignored (the loader decides).
+	Filter Filter
+
+	// Grace is how long past its logical expiry a value is kept and may be
+	// served stale: by AsyncRefresh while it refreshes, and by every
+	// strategy when the loader fails. Default 0, except for AsyncRefresh
+	// whose default is TTL; a negative value means no grace.
+	Grace time.Duration
+
+	// LockTTL bounds how long a lease holder may take to rebuild a value
+	// before another process may try. Default 3 seconds.
+	LockTTL time.Duration
+
+	// WaitTimeout bounds how long a caller waits for another process's
+	// rebuild before it gets ErrWaitTimeout (or a stale value within
+	// Grace). Default 5 seconds.
+	WaitTimeout time.Duration
+
+	// MaxConcurrentLoads caps the loader calls this entity runs at once in
+	// this process, on every path (normal misses and the fail-open path
+	// when Redis is down). A caller over the cap gets ErrOverloaded at
+	// once. Default 64; negative means no cap.
+	MaxConcurrentLoads int
+
+	// Beta is XFetch's β for EarlyRefresh: larger recomputes earlier.
+	// Default 1.
+	Beta float64
+
+	// RefreshTimeout bounds a background refresh (AsyncRefresh), which runs
+	// on a context detached from the caller's. Default LockTTL.
+	RefreshTimeout time.Duration
+}
+
+// Default values of Policy fields.
+const (
+	DefaultTTL                = 10 * time.Minute
+	DefaultJitter             = 0.1
+	DefaultLockTTL            = 3 * time.Second
+	DefaultWaitTimeout        = 5 * time.Second
+	DefaultMaxConcurrentLoads = 64
+	DefaultBeta               = 1.0
+)
+
+// withDefaults returns p with zero fields replaced by their defaults, or an
+// error for values that make no sense.
+func (p Policy) withDefaults() (Policy, error) {
+	if p.TTL < 0 || p.NullTTL < 0 || p.LockTTL < 0 || p.WaitTimeout < 0 || p.RefreshTimeout < 0 || p.Beta < 0 {
+		return p, fmt.Errorf("cacheaside: negative TTL, NullTTL, LockTTL, WaitTimeout, RefreshTimeout or Beta in policy")
+	}
+	if p.Strategy < None || p.Strategy > EarlyRefresh {
+		return p, fmt.Errorf("cacheaside: unknown strategy %v", p.Strategy)
+	}
+	if p.Jitter > 1 {
+		return p, fmt.Errorf("cacheaside: jitter %v > 1", p.Jitter)
+	}
+	if p.TTL == 0 {
+		p.TTL = DefaultTTL
+	}
+	switch {
+	case p.Jitter == 0:
+		p.Jitter = DefaultJitter
+	case p.Jitter < 0:
+		p.Jitter = 0
+	}
+	switch {
+	case p.Grace == 0 && p.Strategy == AsyncRefresh:
+		p.Grace = p.TTL
+	case p.Grace < 0:
+		p.Grace = 0
+	}
+	if p.LockTTL == 0 {
+		p.LockTTL = DefaultLockTTL
+	}
+	if p.WaitTimeout == 0 {
+		p.WaitTimeout = DefaultWaitTimeout
+	}
+	if p.MaxConcurrentLoads == 0 {
+		p.MaxConcurrentLoads = DefaultMaxConcurrentLoads
+	}
+	if p.Beta == 0 {
+		p.Beta = DefaultBeta
+	}
+	if p.RefreshTimeout == 0 {
+		p.RefreshTimeout = p.LockTTL
+	}
+	return p, nil
+}

@@ -1,0 +1,142 @@
+package cacheaside
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pending is an invalidation waiting for a background retry.
+type pending struct {
+	key   string // entry key
+	verPX int64
+	ctr   *counters
+	seq   uint64 // set by add; a later add of the same key supersedes it
+}
+
+// Backoff of the invalidation retrier.
+const (
+	retryMin     = 50 * time.Millisecond
+	retryMax     = 5 * time.Second
+	retryTimeout = 2 * time.Second
+)
+
+// retrier retries failed invalidations in the background, with
+// exponential backoff, until they succeed or the Cache is closed. Its
+// goroutine runs only while something is pending.
+type retrier struct {
+	c *Cache
+
+	mu      sync.Mutex
+	pending map[string]pending // guarded by mu; by entry key
+	running bool               // guarded by mu
+	seq     uint64             // guarded by mu
+}
+
+func (r *retrier) add(ps []pending) {
+	if len(ps) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = make(map[string]pending)
+	}
+	for _, p := range ps {
+		r.seq++
+		p.seq = r.seq
+		r.pending[p.key] = p
+		p.ctr.inc(EventInvalidationDeferred)
+	}
+	if !r.running {
+		r.running = r.c.goBackground(r.loop)
+	}
+}
+
+// size returns the number of queued invalidations.
+func (r *retrier) size() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+func (r *retrier) loop() {
+	backoff := retryMin
+	timer := time.NewTimer(backoff)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.c.base.Done():
+			r.final()
+			return
+		case <-timer.C:
+		}
+		r.mu.Lock()
+		batch := make([]pending, 0, len(r.pending))
+		for _, p := range r.pending {
+			batch = append(batch, p)
+		}
+		if len(batch) == 0 {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+
+		for _, p := range batch {
+			p.ctr.inc(EventInvalidationRetry)
+		}
+		var failed []pending
+		var err error
+		if r.c.br.allow() {
+			ctx, cancel := context.WithTimeout(r.c.base, retryTimeout)
+			failed, err = invalidate(ctx, r.c, batch)
+			if err != nil {
+				r.c.redisErr(ctx, err)
+			}
+			cancel()
+		} else {
+			failed = batch
+		}
+		still := make(map[string]bool, len(failed))
+		for _, p := range failed {
+			still[p.key] = true
+		}
+		r.mu.Lock()
+		for _, p := range batch {
+			if !still[p.key] && r.pending[p.key].seq == p.seq {
+				delete(r.pending, p.key)
+			}
+		}
+		r.mu.Unlock()
+		if len(failed) == 0 {
+			backoff = retryMin
+		} else {
+			backoff = min(backoff*2, retryMax)
+		}
+		timer.Reset(backoff)
+	}
+}
+
+// final makes one last attempt at the queued invalidations when the Cache
+// closes, bounded by retryTimeout, and drops what still fails (the TTLs
+// bound the staleness).
+func (r *retrier) final() {
+	r.mu.Lock()
+	batch := make([]pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		batch = append(batch, p)
+	}
+	r.pending = nil
+	r.running = false
+	r.mu.Unlock()
+	if len(batch) == 0 || !r.c.br.allow() {
+		return
+	}
+	for _, p := range batch {
+		p.ctr.inc(EventInvalidationRetry)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), retryTimeout)
+	defer cancel()
+	_, _ = invalidate(ctx, r.c, batch)
+}

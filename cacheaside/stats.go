@@ -1,0 +1,146 @@
+package cacheaside
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Event is one kind of thing an entity counts; an Observer receives them.
+type Event int
+
+const (
+	// EventHit: a fresh value served from Redis.
+	EventHit Event = iota
+	// EventMiss: no usable entry in Redis (absent, expired, corrupt).
+	EventMiss
+	// EventNullHit: a cached "not found" served from Redis.
+	EventNullHit
+	// EventFiltered: the Filter ruled the id out; no load.
+	EventFiltered
+	// EventLoad: a loader call finished (successfully, or with
+	// ErrNotFound); the duration is its latency.
+	EventLoad
+	// EventLoadError: a loader call failed (or panicked); the duration is
+	// its latency.
+	EventLoadError
+	// EventStaleServed: a value past its logical expiry was served (within
+	// Grace).
+	EventStaleServed
+	// EventRefresh: a value was recomputed ahead of its expiry
+	// (AsyncRefresh in the background, EarlyRefresh by a reader).
+	EventRefresh
+	// EventLockWait: a caller waited for another process's rebuild.
+	EventLockWait
+	// EventLockTimeout: such a wait ended after WaitTimeout.
+	EventLockTimeout
+	// EventRejectedSet: a store after a load was refused because the id
+	// was invalidated (or Set) after the load began.
+	EventRejectedSet
+	// EventDecodeError: a corrupt or foreign entry was found and deleted.
+	EventDecodeError
+	// EventCacheError: a Redis (or Filter) call failed.
+	EventCacheError
+	// EventOverloaded: a caller got ErrOverloaded.
+	EventOverloaded
+	// EventBypass: Redis was skipped because the breaker is open.
+	EventBypass
+	// EventInvalidationDeferred: an invalidation failed and was queued for
+	// background retry.
+	EventInvalidationDeferred
+	// EventInvalidationRetry: a background retry of queued invalidations
+	// ran (successful or not).
+	EventInvalidationRetry
+
+	numEvents
+)
+
+var eventNames = [numEvents]string{
+	"hit", "miss", "null_hit", "filtered", "load", "load_error",
+	"stale_served", "refresh", "lock_wait", "lock_timeout", "rejected_set",
+	"decode_error", "cache_error", "overloaded", "bypass",
+	"invalidation_deferred", "invalidation_retry",
+}
+
+// String returns a snake_case name such as "null_hit", fit for a metric
+// label.
+func (e Event) String() string {
+	if e >= 0 && e < numEvents {
+		return eventNames[e]
+	}
+	return fmt.Sprintf("Event(%d)", int(e))
+}
+
+// Observer receives every event of every entity of a Cache, synchronously,
+// on the caller's goroutine: implementations must be fast, safe for
+// concurrent use and must not block. d is the loader's latency for
+// EventLoad and EventLoadError, and 0 otherwise. A Prometheus exporter
+// maps events to counters and d to a histogram.
+type Observer interface {
+	OnEvent(entity string, ev Event, d time.Duration)
+}
+
+// Stats is a snapshot of an entity's counters since it was created.
+type Stats struct {
+	Hits, Misses, NullHits, Filtered uint64
+	// Loads counts finished loader calls that returned a value or
+	// ErrNotFound; LoadErrors those that failed or panicked.
+	Loads, LoadErrors uint64
+	// LoadTime is the total latency of all loader calls (Loads and
+	// LoadErrors); see MeanLoadTime.
+	LoadTime                  time.Duration
+	StaleServed, Refreshes    uint64
+	LockWaits, LockTimeouts   uint64
+	RejectedSets              uint64
+	DecodeErrors, CacheErrors uint64
+	Overloaded, Bypassed      uint64
+	// InvalidationsDeferred counts invalidations queued after a failure;
+	// InvalidationRetries the background attempts to apply them.
+	InvalidationsDeferred, InvalidationRetries uint64
+}
+
+// MeanLoadTime is LoadTime divided by the number of loader calls.
+func (s Stats) MeanLoadTime() time.Duration {
+	n := s.Loads + s.LoadErrors
+	if n == 0 {
+		return 0
+	}
+	return s.LoadTime / time.Duration(n)
+}
+
+// counters are an entity's atomic counters, shared with the Cache's
+// background work (invalidation retries).
+type counters struct {
+	name     string
+	observer Observer
+	n        [numEvents]atomic.Uint64
+	loadNS   atomic.Int64
+}
+
+func (c *counters) inc(ev Event) {
+	c.n[ev].Add(1)
+	if c.observer != nil {
+		c.observer.OnEvent(c.name, ev, 0)
+	}
+}
+
+func (c *counters) load(ev Event, d time.Duration) {
+	c.n[ev].Add(1)
+	c.loadNS.Add(int64(d))
+	if c.observer != nil {
+		c.observer.OnEvent(c.name, ev, d)
+	}
+}
+
+func (c *counters) snapshot() Stats {
+	g := func(ev Event) uint64 { return c.n[ev].Load() }
+	return Stats{
+		Hits: g(EventHit), Misses: g(EventMiss), NullHits: g(EventNullHit), Filtered: g(EventFiltered),
+		Loads: g(EventLoad), LoadErrors: g(EventLoadError), LoadTime: time.Duration(c.loadNS.Load()),
+		StaleServed: g(EventStaleServed), Refreshes: g(EventRefresh),
+		LockWaits: g(EventLockWait), LockTimeouts: g(EventLockTimeout),
+		RejectedSets: g(EventRejectedSet), DecodeErrors: g(EventDecodeError), CacheErrors: g(EventCacheError),
+		Overloaded: g(EventOverloaded), Bypassed: g(EventBypass),
+		InvalidationsDeferred: g(EventInvalidationDeferred), InvalidationRetries: g(EventInvalidationRetry),
+	}
+}

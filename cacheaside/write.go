@@ -1,0 +1,101 @@
+package cacheaside
+
+import (
+	"context"
+	"fmt"
+)
+
+// Set stores v as id's value (with a jittered TTL) and replaces id's
+// version, so that no load that began before Set can overwrite it. Call it
+// after the source of truth has v. If Redis fails, an invalidation of id is
+// queued for background retry and the error matches
+// ErrInvalidationPending.
+func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
+	key, err := e.key(id)
+	if err != nil {
+		return err
+	}
+	entry, px, err := e.makeEntry(v, true, 0)
+	if err != nil {
+		return err
+	}
+	if e.c.br.allow() {
+		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, entry, px).Err()
+		if err == nil {
+			e.c.br.success()
+			return nil
+		}
+		if failed, _ := e.c.redisErr(ctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+	} else {
+		err = fmt.Errorf("breaker open")
+		e.ctr.inc(EventBypass)
+	}
+	e.c.retry.add([]pending{{key: key, verPX: e.verPX, ctr: e.ctr}})
+	return fmt.Errorf("%w: set %s %q: %w", ErrInvalidationPending, e.name, id, err)
+}
+
+// Invalidate deletes the entries of ids and replaces their versions, in
+// one pipeline: every load of these ids that began before Invalidate will
+// have its store refused. Call it after the source of truth has changed.
+// The ids that Redis could not invalidate are queued and retried in the
+// background (counted in Stats); the error then matches
+// ErrInvalidationPending. An invalid id fails the whole call before any
+// Redis work.
+func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	todo := make([]pending, 0, len(ids))
+	seen := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		key, err := e.key(id)
+		if err != nil {
+			return err
+		}
+		if _, dup := seen[key]; dup {
+			continue
+		}
+		seen[key] = struct{}{}
+		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr})
+	}
+	if !e.c.br.allow() {
+		e.ctr.inc(EventBypass)
+		e.c.retry.add(todo)
+		return fmt.Errorf("%w: %s: breaker open", ErrInvalidationPending, e.name)
+	}
+	failed, err := invalidate(ctx, e.c, todo)
+	if err == nil {
+		return nil
+	}
+	if f, _ := e.c.redisErr(ctx, err); f {
+		e.ctr.inc(EventCacheError)
+	}
+	e.c.retry.add(failed)
+	return fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, e.name, len(failed), len(todo), err)
+}
+
+// invalidate runs write.lua in delete mode for every pending entry in one
+// pipeline and returns the entries that failed.
+func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
+	calls := make([]scriptCall, len(todo))
+	for i, p := range todo {
+		calls[i] = scriptCall{keys: []string{p.key, p.key + ":ver"}, args: []any{newToken(), p.verPX, "", 0}}
+	}
+	err := runScripts(ctx, c.client, writeScript, calls)
+	if err == nil {
+		c.br.success()
+		return nil, nil
+	}
+	var failed []pending
+	for i := range calls {
+		if calls[i].cmd == nil || calls[i].cmd.Err() != nil {
+			failed = append(failed, todo[i])
+		}
+	}
+	if len(failed) == 0 {
+		failed = todo
+	}
+	return failed, err
+}

@@ -1,0 +1,19 @@
+-- write.lua: Invalidate and Set. Replace the id's version token, which
+-- defeats every load that read the old one, and delete (or overwrite) the
+-- entry, in one step.
+--
+-- KEYS[1]  entry key        ns:{name:id}
+-- KEYS[2]  version key      ns:{name:id}:ver
+-- ARGV[1]  new version token
+-- ARGV[2]  version TTL, ms
+-- ARGV[3]  entry to store, or "" to delete
+-- ARGV[4]  entry TTL, ms (ignored when deleting)
+--
+-- Returns 1.
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if ARGV[3] == '' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+end
+return 1
