@@ -108,12 +108,18 @@ func TestNew_badArguments(t *testing.T) {
 	cases := map[string]func() error{
 		"nil client": func() error { _, err := configstore.New(nil, b.pg.DB, nil); return err },
 		"nil db":     func() error { _, err := configstore.New(b.r.Client, nil, nil); return err },
-		"namespace":  func() error { _, err := configstore.New(b.r.Client, b.pg.DB, &configstore.Options{Namespace: "a:b"}); return err },
+		"namespace": func() error {
+			_, err := configstore.New(b.r.Client, b.pg.DB, &configstore.Options{Namespace: "a:b"})
+			return err
+		},
 		"long scope": func() error {
 			_, err := configstore.New(b.r.Client, b.pg.DB, &configstore.Options{Scope: strings.Repeat("s", 256)})
 			return err
 		},
-		"NUL scope": func() error { _, err := configstore.New(b.r.Client, b.pg.DB, &configstore.Options{Scope: "a\x00"}); return err },
+		"NUL scope": func() error {
+			_, err := configstore.New(b.r.Client, b.pg.DB, &configstore.Options{Scope: "a\x00"})
+			return err
+		},
 	}
 	for name, f := range cases {
 		if err := f(); !errors.Is(err, configstore.ErrInvalid) {
