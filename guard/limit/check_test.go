@@ -1,0 +1,204 @@
+package limit
+
+import (
+	"math"
+	"sort"
+	"testing"
+	"time"
+)
+
+// The checkers below state each algorithm's definition over the calls the
+// test made, in Redis-time order, and count the allowed calls themselves;
+// they never read a count back from the limiter.
+
+// edge is the tolerance, in µs, at a fixed window's end: Redis expires keys
+// with millisecond resolution, the scripts read TIME in microseconds.
+const edge = 3000
+
+// fixedWin is one window of a fixed-window limiter, as the test saw it.
+type fixedWin struct {
+	start, end int64 // µs
+	allowed    int
+	fullAt     int64 // Redis time of the N-th allowed call; 0 until then
+}
+
+// checkFixedWindow asserts: a window of length w starts with the first
+// allowed call after the previous window ended; each window allows at most
+// n calls; a call is refused only when its window has allowed n. It returns
+// the complete windows (ended before the last call), which must have exactly
+// n allowed calls unless no call was refused in them.
+func checkFixedWindow(t *testing.T, calls []call, n int, w time.Duration) []fixedWin {
+	t.Helper()
+	wus := w.Microseconds()
+	var wins []fixedWin
+	for _, c := range calls {
+		if !c.res.Allowed {
+			continue
+		}
+		// The limiter says when the window ends; the test only uses it to
+		// tell a new window from the current one, and checks it.
+		end := c.at + c.res.ResetAfter.Microseconds()
+		if len(wins) == 0 || end > wins[len(wins)-1].end+edge {
+			if c.res.ResetAfter != w {
+				t.Fatalf("the first call of a window at %d reports ResetAfter %v, want %v", c.at, c.res.ResetAfter, w)
+			}
+			if len(wins) > 0 && c.at < wins[len(wins)-1].end-edge {
+				t.Fatalf("a window starts at %d, before the previous one ends at %d", c.at, wins[len(wins)-1].end)
+			}
+			wins = append(wins, fixedWin{start: c.at, end: c.at + wus})
+		}
+		cur := &wins[len(wins)-1]
+		if end < cur.end-edge || c.at >= cur.end+edge {
+			t.Fatalf("call at %d (window ends at %d by its ResetAfter) is outside its window [%d, %d)", c.at, end, cur.start, cur.end)
+		}
+		cur.allowed++
+		if cur.allowed > n {
+			t.Fatalf("window [%d, %d) allowed %d calls, the limit is %d", cur.start, cur.end, cur.allowed, n)
+		}
+		if cur.allowed == n {
+			cur.fullAt = c.at
+		}
+	}
+	refused := make([]int, len(wins))
+	for _, c := range calls {
+		if c.res.Allowed {
+			continue
+		}
+		i := sort.Search(len(wins), func(i int) bool { return wins[i].start > c.at }) - 1
+		if i < 0 || c.at >= wins[i].end+edge {
+			t.Fatalf("call at %d refused outside every window", c.at)
+		}
+		if wins[i].fullAt == 0 || c.at < wins[i].fullAt {
+			t.Fatalf("call at %d refused in window [%d, %d) which had allowed fewer than %d calls", c.at, wins[i].start, wins[i].end, n)
+		}
+		refused[i]++
+	}
+	last := calls[len(calls)-1].at
+	var complete []fixedWin
+	for i, win := range wins {
+		if win.end > last {
+			break
+		}
+		if win.allowed != n {
+			if refused[i] > 0 {
+				t.Fatalf("window [%d, %d) allowed %d calls and refused %d, want exactly %d allowed", win.start, win.end, win.allowed, refused[i], n)
+			}
+			t.Logf("window [%d, %d) got only %d calls (the machine was slow); not counted", win.start, win.end, win.allowed)
+			continue
+		}
+		complete = append(complete, win)
+	}
+	return complete
+}
+
+// checkSlidingLog asserts: no interval (t-w, t] holds more than n allowed
+// calls, and a call at t is refused only when (t-w, t] already holds n. It
+// returns the number of allowed calls.
+func checkSlidingLog(t *testing.T, calls []call, n int, w time.Duration) int {
+	t.Helper()
+	wus := w.Microseconds()
+	var allowed []int64
+	for _, c := range calls {
+		if c.res.Allowed {
+			allowed = append(allowed, c.at)
+		}
+	}
+	for i := 0; i+n < len(allowed); i++ {
+		if allowed[i+n]-allowed[i] < wus {
+			t.Fatalf("%d calls allowed in %v (from %d to %d), the limit is %d per %v",
+				n+1, time.Duration(allowed[i+n]-allowed[i])*time.Microsecond, allowed[i], allowed[i+n], n, w)
+		}
+	}
+	for _, c := range calls {
+		if c.res.Allowed {
+			continue
+		}
+		hi := sort.Search(len(allowed), func(i int) bool { return allowed[i] > c.at })
+		lo := sort.Search(len(allowed), func(i int) bool { return allowed[i] > c.at-wus })
+		if hi-lo < n {
+			t.Fatalf("call at %d refused with %d calls in the window before it, the limit is %d", c.at, hi-lo, n)
+		}
+		// RetryAfter: when the oldest call in the window leaves it.
+		if want := time.Duration(allowed[lo]+wus-c.at) * time.Microsecond; c.res.RetryAfter != want {
+			t.Fatalf("call at %d refused with RetryAfter %v, want %v", c.at, c.res.RetryAfter, want)
+		}
+	}
+	return len(allowed)
+}
+
+// checkBucket asserts token-bucket behaviour (GCRA and funnel): a bucket of
+// burst tokens, refilled with one token every perToken µs. While the bucket
+// is never full again, the allowed calls follow the line burst + (t-t0) /
+// perToken from the first call t0: at most that many, and a call is refused
+// only when taking it would cross the line, so the allowed calls never lag
+// the line by one emission interval or more. When the bucket fills up
+// (the limiter was idle long enough) the line starts again there. RetryAfter
+// of a refused call must be exactly the time until the line lets it pass. It
+// returns the number of allowed calls and of times the line started.
+func checkBucket(t *testing.T, calls []call, burst int, perToken float64) (allowed, lines int) {
+	t.Helper()
+	const eps = 1e-6 // tokens; far below one microsecond's refill
+	var t0 int64
+	base := 0 // allowed calls before t0
+	used := func(at int64) float64 {
+		return float64(allowed-base) - float64(at-t0)/perToken
+	}
+	for _, c := range calls {
+		if lines == 0 || used(c.at) <= 0 {
+			t0, base = c.at, allowed
+			lines++
+		}
+		u := used(c.at) // tokens taken from the bucket before this call
+		fits := u+1 <= float64(burst)+eps
+		if c.res.Allowed {
+			if !fits {
+				t.Fatalf("call at %d allowed with %.6f of %d tokens used (%d allowed since %d)", c.at, u, burst, allowed-base, t0)
+			}
+			allowed++
+			continue
+		}
+		if u+1 <= float64(burst)-eps {
+			t.Fatalf("call at %d refused with only %.6f of %d tokens used (%d allowed since %d)", c.at, u, burst, allowed-base, t0)
+		}
+		want := (u + 1 - float64(burst)) * perToken
+		if got := float64(c.res.RetryAfter.Microseconds()); math.Abs(got-want) > 1.5 {
+			t.Fatalf("call at %d refused with RetryAfter %vµs, want %.1fµs", c.at, got, want)
+		}
+	}
+	return allowed, lines
+}
+
+// checkSlidingWindow replays the two-counter definition (windows aligned on
+// the epoch; allowed iff prev × (w - elapsed)/w + cur + 1 <= n, in ms) over
+// the calls, and asserts every decision and that no aligned window allowed
+// more than n. It returns the number of aligned windows seen.
+func checkSlidingWindow(t *testing.T, calls []call, n int, w time.Duration) int {
+	t.Helper()
+	wms := w.Milliseconds()
+	sw := int64(-1)
+	var cur, prev int64
+	perWindow := map[int64]int{}
+	for _, c := range calls {
+		ms := c.at / 1000
+		win, elapsed := ms/wms, ms%wms
+		switch {
+		case sw < 0 || win > sw+1:
+			cur, prev = 0, 0
+		case win == sw+1:
+			prev, cur = cur, 0
+		}
+		sw = win
+		fits := prev*(wms-elapsed)+(cur+1)*wms <= int64(n)*wms
+		if fits != c.res.Allowed {
+			t.Fatalf("call at %d: allowed=%v, want %v (prev %d, cur %d, %d ms into window %d)", c.at, c.res.Allowed, fits, prev, cur, elapsed, win)
+		}
+		if c.res.Allowed {
+			cur++
+			perWindow[win]++
+			if perWindow[win] > n {
+				t.Fatalf("window %d allowed %d calls, the limit is %d", win, perWindow[win], n)
+			}
+		}
+	}
+	return len(perWindow)
+}

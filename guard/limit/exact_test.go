@@ -1,0 +1,102 @@
+package limit
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// backends runs f on a standalone Redis and, if cluster is true, on Redis
+// Cluster.
+func backends(t *testing.T, cluster bool, f func(t *testing.T, r *testcontainers.RedisNamespace)) {
+	t.Run("standalone", func(t *testing.T) { f(t, testcontainers.Redis(t)) })
+	if cluster {
+		t.Run("cluster", func(t *testing.T) { f(t, testcontainers.RedisCluster(t)) })
+	}
+}
+
+const runFor = hammerRunsHalves * hammerWindow / 2
+
+func TestFixedWindow_exact(t *testing.T) {
+	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		calls := hammer(t, r, func(c Client) (Limiter, error) {
+			return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+		}, "fw:hot", hammerInstances, hammerGoroutines, runFor)
+		wins := checkFixedWindow(t, calls, hammerLimit, hammerWindow)
+		if len(wins) < hammerWindows {
+			t.Fatalf("%d complete windows with exactly %d calls, want at least %d", len(wins), hammerLimit, hammerWindows)
+		}
+		t.Logf("%d complete windows, each exactly %d allowed", len(wins), hammerLimit)
+	})
+}
+
+func TestSlidingLog_exact(t *testing.T) {
+	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		calls := hammer(t, r, func(c Client) (Limiter, error) {
+			return NewSlidingLog(c, SlidingLog{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+		}, "sl:hot", hammerInstances, hammerGoroutines, runFor)
+		allowed := checkSlidingLog(t, calls, hammerLimit, hammerWindow)
+		// Saturated, the log lets n calls through per window.
+		if allowed < hammerWindows*hammerLimit {
+			t.Fatalf("%d calls allowed, want at least %d over %d windows", allowed, hammerWindows*hammerLimit, hammerWindows)
+		}
+	})
+}
+
+func TestSlidingWindow_exact(t *testing.T) {
+	backends(t, false, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		calls := hammer(t, r, func(c Client) (Limiter, error) {
+			return NewSlidingWindow(c, SlidingWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+		}, "sw:hot", hammerInstances, hammerGoroutines, runFor)
+		if wins := checkSlidingWindow(t, calls, hammerLimit, hammerWindow); wins < hammerWindows {
+			t.Fatalf("calls allowed in %d aligned windows, want at least %d", wins, hammerWindows)
+		}
+	})
+}
+
+// The bucket algorithms: a burst of 10, then one call per 25 ms (10 per
+// 250 ms "window"), hammered across 6 such windows.
+const (
+	bucketBurst  = 10
+	bucketPeriod = 250 * time.Millisecond
+)
+
+func TestGCRA_exact(t *testing.T) {
+	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		calls := hammer(t, r, func(c Client) (Limiter, error) {
+			return NewGCRA(c, GCRA{Rate: Rate{Limit: bucketBurst, Period: bucketPeriod}, Burst: bucketBurst}, &Options{Namespace: r.Namespace})
+		}, "gcra:hot", hammerInstances, hammerGoroutines, hammerRunsHalves*bucketPeriod/2)
+		checkBucketRun(t, calls)
+	})
+}
+
+func TestFunnel_exact(t *testing.T) {
+	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		calls := hammer(t, r, func(c Client) (Limiter, error) {
+			return NewFunnel(c, Funnel{Capacity: bucketBurst, Leak: Rate{Limit: bucketBurst, Period: bucketPeriod}}, &Options{Namespace: r.Namespace})
+		}, "funnel:hot", hammerInstances, hammerGoroutines, hammerRunsHalves*bucketPeriod/2)
+		checkBucketRun(t, calls)
+	})
+}
+
+func checkBucketRun(t *testing.T, calls []call) {
+	t.Helper()
+	perToken := float64(bucketPeriod.Microseconds()) / bucketBurst
+	// The burst: a fresh key allows exactly bucketBurst calls at once (the
+	// first calls come within far less than one emission interval).
+	for i, c := range calls[:bucketBurst] {
+		if !c.res.Allowed {
+			t.Fatalf("call %d of the burst refused", i)
+		}
+	}
+	if c := calls[bucketBurst]; c.res.Allowed && float64(c.at-calls[0].at) < perToken {
+		t.Fatalf("call %d allowed %dµs after the first, the burst is %d", bucketBurst+1, c.at-calls[0].at, bucketBurst)
+	}
+	allowed, lines := checkBucket(t, calls, bucketBurst, perToken)
+	span := calls[len(calls)-1].at - calls[0].at
+	if span < hammerWindows*bucketPeriod.Microseconds() {
+		t.Fatalf("the calls spanned %dµs, want at least %d windows", span, hammerWindows)
+	}
+	t.Logf("%d allowed; the rate line started %d time(s)", allowed, lines)
+}
