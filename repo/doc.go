@@ -1,0 +1,58 @@
+// Package repo gives typed repositories over GORM that read through
+// asidekit's cache-aside engine:
+//
+//	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+//		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute},
+//	})
+//	u, err := users.Get(ctx, 42)
+//
+// A Repository takes its table and its (single-column) primary key from
+// the GORM schema of T. Ids may be any integer type, a string type, or a
+// type implementing encoding.TextMarshaler (uuid-like ids); integer and
+// string ids become cache ids without reflection or fmt.
+//
+// # Reads
+//
+// Get and GetMany read through a cacheaside.Entity named after the table
+// (Options.Name). A batch is one MGET (one per slot on a Cluster) plus at
+// most one SELECT … WHERE pk IN (…) for the misses, split into chunks of
+// Options.BatchSize ids when larger. Ids absent from the database are
+// cached as "not found" for Policy.NullTTL (one minute by default) and
+// answer ErrNotFound, which errors.Is also matches with
+// cacheaside.ErrNotFound and gorm.ErrRecordNotFound.
+//
+// GetBy reads by a unique column (GetBy(ctx, "email", v)): the
+// value → primary key mapping is cached in a second entity, named
+// "<name>.by.<column>", and the row itself comes from the entity cache. The
+// row is checked against the value, so a mapping that went stale can never
+// return a wrong row.
+//
+// # Writes
+//
+// Create, Put, Update and Delete write to the database first, then
+// invalidate. Outside a transaction the invalidation runs right after the
+// write succeeds. Inside one (Transaction, then Repository.WithTx) it is
+// collected and runs only after a successful commit; a rollback
+// invalidates nothing and adds nothing to the filter. Create and Put add the
+// id to the Bloom filter and clear a cached "not found"; writes that change
+// a unique column also invalidate the old and the new mapping of GetBy.
+// When the database write succeeded but the cache upkeep after it failed,
+// the error matches ErrAfterCommit: the write is not lost, and cacheaside
+// retries failed invalidations in the background.
+//
+// InsertIfAbsent de-duplicates on a unique key (Options.UniqueKey) with
+// INSERT … ON CONFLICT DO NOTHING: the unique index decides, never a racy
+// read-then-insert.
+//
+// # Bloom filter
+//
+// With Options.Filter, the repository keeps a Bloom filter of primary keys
+// (named after the entity) in the Policy's Filter, so that reads of ids
+// that exist nowhere cost no SQL, and a second filter of unique-key values
+// for InsertIfAbsent. WarmFilter streams the table's keys into both in
+// batches; RebuildFilter rebuilds them through bloom's generation swap, so
+// deleted rows stop passing.
+//
+// DB returns a plain *gorm.DB on T's table for queries the repository does
+// not cover; they are not cached.
+package repo

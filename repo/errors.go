@@ -1,0 +1,51 @@
+package repo
+
+import (
+	"errors"
+
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/cacheaside"
+)
+
+var (
+	// ErrNotFound is returned (wrapped, with the entity and id) when a row
+	// does not exist, now or as cached within NullTTL, or when the Bloom
+	// filter rules the id out. errors.Is also matches it with
+	// cacheaside.ErrNotFound and gorm.ErrRecordNotFound.
+	ErrNotFound error = notFound{}
+
+	// ErrAfterCommit is returned (joined with the cause) when the database
+	// write committed but the cache or filter upkeep after it failed. The
+	// write is not lost and must not be retried as if it were: a failed
+	// invalidation is retried by cacheaside in the background
+	// (cacheaside.ErrInvalidationPending), and meanwhile a stale value may
+	// be served for at most its TTL.
+	ErrAfterCommit = errors.New("repo: committed, but the cache upkeep after the commit failed")
+
+	// ErrInvalidOptions is returned by New for a model or options it cannot
+	// use: no single-column primary key, an ID type that does not match it,
+	// an unknown UniqueKey column.
+	ErrInvalidOptions = errors.New("repo: invalid options")
+
+	// ErrInvalidID is returned for an id that cannot become a cache key:
+	// an empty string, or a TextMarshaler that fails or gives empty text.
+	ErrInvalidID = errors.New("repo: invalid id")
+
+	// ErrNoUniqueKey is returned by InsertIfAbsent and GetBy when the model
+	// has no usable unique key: no unique index over the named column for
+	// GetBy, or no Options.UniqueKey (and not exactly one unique index) for
+	// InsertIfAbsent.
+	ErrNoUniqueKey = errors.New("repo: no such unique key")
+)
+
+// notFound is ErrNotFound's type: one value that errors.Is matches with the
+// not-found sentinels of the two layers under the repository, so that code
+// written against either keeps working.
+type notFound struct{}
+
+func (notFound) Error() string { return "repo: not found" }
+
+func (notFound) Is(target error) bool {
+	return target == cacheaside.ErrNotFound || target == gorm.ErrRecordNotFound
+}

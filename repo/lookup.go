@@ -1,0 +1,192 @@
+package repo
+
+import (
+	"context"
+	"encoding"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+)
+
+// lookup is one unique key of the model (one or more columns): its
+// value → primary key mapping is cached in its own entity.
+type lookup[ID comparable] struct {
+	name   string // entity name: "<name>.by.<col>[+<col>…]"
+	fields []*schema.Field
+	ent    *cacheaside.Entity[ID]
+	// filter holds the key's values, for InsertIfAbsent; nil unless this
+	// is Options.UniqueKey and Options.Filter is set.
+	filter *bloom.Filter
+}
+
+// initLookups finds the model's unique keys, opens their entities, and
+// picks InsertIfAbsent's key.
+func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
+	var sets [][]*schema.Field
+	for _, idx := range c.sch.ParseIndexes() {
+		if idx.Class != "UNIQUE" || idx.Where != "" { // a partial index is not a key
+			continue
+		}
+		var fs []*schema.Field
+		for _, f := range idx.Fields {
+			if f.Field == nil || f.Expression != "" {
+				fs = nil
+				break
+			}
+			fs = append(fs, f.Field)
+		}
+		if len(fs) > 0 {
+			sets = append(sets, fs)
+		}
+	}
+	for _, f := range c.sch.Fields {
+		if f.Unique && !f.PrimaryKey && f.DBName != "" {
+			sets = append(sets, []*schema.Field{f})
+		}
+	}
+	var want []*schema.Field // Options.UniqueKey's fields
+	if len(o.UniqueKey) > 0 {
+		for _, col := range o.UniqueKey {
+			f := c.sch.LookUpField(col)
+			if f == nil || f.DBName == "" {
+				return fmt.Errorf("%w: UniqueKey: model %s has no column %q", ErrInvalidOptions, c.sch.Name, col)
+			}
+			want = append(want, f)
+		}
+		// First, so that its entity's key uses the caller's column order;
+		// it may be a unique index that GORM's tags do not declare.
+		sets = append([][]*schema.Field{want}, sets...)
+	}
+	pol := o.Policy
+	pol.Filter = nil // the primary-key filter knows nothing of these values
+	for _, fs := range sets {
+		if slices.ContainsFunc(c.lookups, func(l *lookup[ID]) bool { return sameFields(l.fields, fs) }) {
+			continue
+		}
+		names := make([]string, len(fs))
+		for i, f := range fs {
+			names[i] = f.DBName
+		}
+		l := &lookup[ID]{name: c.name + ".by." + strings.Join(names, "+"), fields: fs}
+		var err error
+		if l.ent, err = cacheaside.NewEntity[ID](cache, l.name, pol); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		c.lookups = append(c.lookups, l)
+	}
+
+	switch {
+	case want != nil:
+		c.uniq = c.lookups[0]
+	case len(c.lookups) == 1:
+		c.uniq = c.lookups[0]
+	case len(c.lookups) == 0:
+		c.uniqErr = fmt.Errorf("%w: model %s has no unique index besides its primary key; set Options.UniqueKey", ErrNoUniqueKey, c.sch.Name)
+	default:
+		c.uniqErr = fmt.Errorf("%w: model %s has %d unique indexes; set Options.UniqueKey to choose one", ErrNoUniqueKey, c.sch.Name, len(c.lookups))
+	}
+	if c.uniq != nil && o.Filter != nil {
+		var err error
+		if c.uniq.filter, err = bloom.New(o.FilterClient, c.uniq.name, *o.Filter); err != nil {
+			return fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
+		}
+	}
+	return nil
+}
+
+func sameFields(a, b []*schema.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, f := range a {
+		if !slices.Contains(b, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// key returns the cache id of row's values of the lookup's columns; ok is
+// false when one of them is NULL (such a row has no mapping).
+func (l *lookup[ID]) key(ctx context.Context, row reflect.Value) (key string, ok bool, err error) {
+	if len(l.fields) == 1 {
+		v, _ := l.fields[0].ValueOf(ctx, row)
+		return valueKey(v)
+	}
+	// Several columns: each value length-prefixed, so that no two value
+	// tuples give the same key.
+	var b strings.Builder
+	for _, f := range l.fields {
+		v, _ := f.ValueOf(ctx, row)
+		s, ok, err := valueKey(v)
+		if !ok || err != nil {
+			return "", ok, err
+		}
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	return b.String(), true, nil
+}
+
+// eq is the condition "the (single) column equals v".
+func (l *lookup[ID]) eq(v any) clause.Expression {
+	return clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: l.fields[0].DBName}, Value: v}
+}
+
+// where returns the condition "the lookup's columns equal row's values".
+func (l *lookup[ID]) where(ctx context.Context, row reflect.Value) clause.Expression {
+	eqs := make([]clause.Expression, len(l.fields))
+	for i, f := range l.fields {
+		v, _ := f.ValueOf(ctx, row)
+		eqs[i] = clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: v}
+	}
+	return clause.And(eqs...)
+}
+
+// valueKey renders a column value as text for a cache id: integers in base
+// 10 and strings as they are, whatever their named type, then
+// encoding.TextMarshaler and fmt.Stringer. ok is false for NULL (a nil
+// pointer).
+func valueKey(v any) (key string, ok bool, err error) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return "", false, nil
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return "", false, nil
+	case reflect.String:
+		return rv.String(), true, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), true, nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(rv.Uint(), 10), true, nil
+	case reflect.Bool:
+		return strconv.FormatBool(rv.Bool()), true, nil
+	}
+	switch x := rv.Interface().(type) {
+	case []byte:
+		return string(x), x != nil, nil
+	case encoding.TextMarshaler:
+		b, err := x.MarshalText()
+		if err != nil {
+			return "", false, fmt.Errorf("%w: %w", ErrInvalidID, err)
+		}
+		return string(b), true, nil
+	case fmt.Stringer:
+		return x.String(), true, nil
+	}
+	return "", false, fmt.Errorf("%w: cannot use a %T as a key value", ErrInvalidID, v)
+}

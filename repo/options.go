@@ -1,0 +1,86 @@
+package repo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+)
+
+// Options configure a Repository. The zero Options are usable: the
+// cacheaside Policy defaults with a one-minute NullTTL, no Bloom filter, the
+// table's name in keys.
+type Options struct {
+	// Policy is the cacheaside Policy of the entity, and of the GetBy
+	// mappings (without the Filter). A zero NullTTL means DefaultNullTTL,
+	// because a repository caches absent rows; a negative one disables
+	// null caching. Policy.Filter must be nil when Filter is set.
+	Policy cacheaside.Policy
+
+	// Filter, when set, sizes the Bloom filters the repository creates:
+	// one over primary keys, named Name and used as the Policy's Filter,
+	// and, when the model has a unique key, one over its values for
+	// InsertIfAbsent, named Name + ".by." + the key's columns. Its
+	// Namespace should match the Cache's. Default nil: no filter.
+	Filter *bloom.Options
+
+	// FilterClient is the Redis client the Bloom filters live on, usually
+	// the Cache's. Required when Filter is set; unused otherwise.
+	FilterClient redis.UniversalClient
+
+	// Name is the entity's name in Redis keys and metrics. Default: the
+	// table's name.
+	Name string
+
+	// UniqueKey names the columns (database or Go field names) of the
+	// unique index InsertIfAbsent de-duplicates on, e.g. {"address",
+	// "room"}. Default: the model's only unique index besides the primary
+	// key; InsertIfAbsent fails with ErrNoUniqueKey when there is none or
+	// more than one.
+	UniqueKey []string
+
+	// BatchSize is the most ids one SELECT … IN (…) carries, and the page
+	// size of WarmFilter and RebuildFilter. Default DefaultBatchSize.
+	BatchSize int
+}
+
+// Defaults of Options.
+const (
+	// DefaultNullTTL is how long an absent row is cached when
+	// Policy.NullTTL is zero.
+	DefaultNullTTL = time.Minute
+	// DefaultBatchSize is the default Options.BatchSize.
+	DefaultBatchSize = 1000
+	// maxBatchSize keeps a statement under PostgreSQL's 65535 parameters.
+	maxBatchSize = 60000
+)
+
+// withDefaults returns a copy of o with its defaults filled in.
+func (o Options) withDefaults(table string) (Options, error) {
+	switch {
+	case o.Policy.NullTTL == 0:
+		o.Policy.NullTTL = DefaultNullTTL
+	case o.Policy.NullTTL < 0:
+		o.Policy.NullTTL = 0
+	}
+	if o.Filter != nil && o.Policy.Filter != nil {
+		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalidOptions)
+	}
+	if o.Filter != nil && o.FilterClient == nil {
+		return o, fmt.Errorf("%w: Filter needs FilterClient", ErrInvalidOptions)
+	}
+	if o.Name == "" {
+		o.Name = table
+	}
+	switch {
+	case o.BatchSize == 0:
+		o.BatchSize = DefaultBatchSize
+	case o.BatchSize < 0 || o.BatchSize > maxBatchSize:
+		return o, fmt.Errorf("%w: BatchSize %d, it must be in [1, %d]", ErrInvalidOptions, o.BatchSize, maxBatchSize)
+	}
+	o.UniqueKey = append([]string(nil), o.UniqueKey...)
+	return o, nil
+}

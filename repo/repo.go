@@ -1,0 +1,135 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+)
+
+// Repository is a typed repository of the rows of T, keyed by ID, that
+// reads through a cacheaside.Entity. It is safe for concurrent use. A
+// Repository returned by WithTx is a view bound to one transaction.
+type Repository[T any, ID comparable] struct {
+	c  *core[T, ID]
+	tx *Tx // nil outside a transaction
+}
+
+// core is what every view of a repository shares; immutable after New.
+type core[T any, ID comparable] struct {
+	db      *gorm.DB // a clean session on the caller's database
+	name    string
+	sch     *schema.Schema
+	pk      *schema.Field
+	idKey   idCodec[ID]
+	ent     *cacheaside.Entity[T]
+	filter  *bloom.Filter // over primary keys; nil without Options.Filter
+	lookups []*lookup[ID] // one per unique key of the model
+	uniq    *lookup[ID]   // InsertIfAbsent's key; nil when uniqErr says why
+	uniqErr error
+	batch   int
+}
+
+// New returns the repository of T's table. T must be a GORM model with a
+// single-column primary key whose Go type is ID. A nil cache or db, or a
+// model it cannot use, is an error matching ErrInvalidOptions.
+func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Options) (*Repository[T, ID], error) {
+	if db == nil || cache == nil {
+		return nil, fmt.Errorf("%w: nil *gorm.DB or *cacheaside.Cache", ErrInvalidOptions)
+	}
+	// A private cache store: ParseIndexes writes to the parsed fields, and
+	// GORM's shared copy may be in use by other goroutines.
+	sch, err := schema.Parse(new(T), &sync.Map{}, db.NamingStrategy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse model %T: %w", ErrInvalidOptions, *new(T), err)
+	}
+	if len(sch.PrimaryFields) != 1 {
+		return nil, fmt.Errorf("%w: model %s has %d primary key columns, a repository needs exactly one", ErrInvalidOptions, sch.Name, len(sch.PrimaryFields))
+	}
+	pk := sch.PrimaryFields[0]
+	if idt := reflect.TypeFor[ID](); pk.FieldType != idt {
+		return nil, fmt.Errorf("%w: primary key %s.%s is a %v, not a %v", ErrInvalidOptions, sch.Name, pk.Name, pk.FieldType, idt)
+	}
+	idKey, err := newIDCodec[ID]()
+	if err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults(sch.Table)
+	if err != nil {
+		return nil, err
+	}
+	c := &core[T, ID]{
+		db:    db.Session(&gorm.Session{NewDB: true}),
+		name:  o.Name,
+		sch:   sch,
+		pk:    pk,
+		idKey: idKey,
+		batch: o.BatchSize,
+	}
+	if err := c.initLookups(cache, o); err != nil {
+		return nil, err
+	}
+	pol := o.Policy
+	if o.Filter != nil {
+		if c.filter, err = bloom.New(o.FilterClient, o.Name, *o.Filter); err != nil {
+			return nil, fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
+		}
+		pol.Filter = c.filter
+	}
+	if c.ent, err = cacheaside.NewEntity[T](cache, o.Name, pol); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return &Repository[T, ID]{c: c}, nil
+}
+
+// Name returns the entity's name in Redis keys.
+func (r *Repository[T, ID]) Name() string { return r.c.name }
+
+// Table returns T's table.
+func (r *Repository[T, ID]) Table() string { return r.c.sch.Table }
+
+// Stats returns the counters of the entity cache.
+func (r *Repository[T, ID]) Stats() cacheaside.Stats { return r.c.ent.Stats() }
+
+// WithTx returns a view of the repository bound to tx: its writes run in
+// the transaction and their invalidations wait for its commit, and its
+// reads query the transaction directly (uncached), so that they see the
+// transaction's own writes and never put uncommitted rows in the cache.
+func (r *Repository[T, ID]) WithTx(tx *Tx) *Repository[T, ID] {
+	return &Repository[T, ID]{c: r.c, tx: tx}
+}
+
+// DB returns a *gorm.DB on T's table, bound to ctx and, in a WithTx view,
+// to the transaction: the escape hatch for queries the repository does not
+// cover. They are not cached, and writes made through it invalidate
+// nothing.
+func (r *Repository[T, ID]) DB(ctx context.Context) *gorm.DB {
+	return r.conn(ctx).Model(new(T))
+}
+
+// conn is the database a call runs on: the transaction's, or the base one.
+func (r *Repository[T, ID]) conn(ctx context.Context) *gorm.DB {
+	if r.tx != nil {
+		return r.tx.db.WithContext(ctx)
+	}
+	return r.c.db.WithContext(ctx)
+}
+
+// pkEq is the condition "primary key = v".
+func (c *core[T, ID]) pkEq(v any) clause.Eq {
+	return clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}, Value: v}
+}
+
+// idOf returns the primary key of row.
+func (c *core[T, ID]) idOf(ctx context.Context, row *T) (ID, bool) {
+	v, zero := c.pk.ValueOf(ctx, reflect.ValueOf(row).Elem())
+	id, _ := v.(ID)
+	return id, !zero
+}

@@ -1,0 +1,231 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm/clause"
+)
+
+// Create inserts v (GORM's Create, which fills in the generated primary
+// key), then adds the id to the Bloom filter and invalidates the id and
+// the new values of unique columns, clearing any cached "not found". In a
+// WithTx view that upkeep waits for the commit.
+func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
+	if v == nil {
+		return fmt.Errorf("repo: %s: Create of a nil value", r.c.name)
+	}
+	if err := r.conn(ctx).Create(v).Error; err != nil {
+		return fmt.Errorf("repo: %s: create: %w", r.c.name, err)
+	}
+	return r.upkeep(ctx, v, nil, true)
+}
+
+// Update writes every column of v to the row with v's primary key (GORM's
+// Save, zero values included, without Save's insert when the row is
+// absent), then invalidates the id and, when a unique column changed, its
+// old and new mapping. An absent row is ErrNotFound.
+func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
+	id, key, err := r.keyOfRow(ctx, v, "Update")
+	if err != nil {
+		return err
+	}
+	old, _, err := r.oldKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	res := r.conn(ctx).Select("*").Save(v)
+	if res.Error != nil {
+		return fmt.Errorf("repo: %s %s: update: %w", r.c.name, key, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFoundErr(r.c.name, key)
+	}
+	return r.upkeep(ctx, v, old, false)
+}
+
+// Put inserts v or, when a row with its primary key exists, overwrites
+// every column (INSERT … ON CONFLICT (pk) DO UPDATE), then does Create's
+// upkeep and Update's invalidations. A zero primary key is a Create.
+func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
+	if v == nil {
+		return fmt.Errorf("repo: %s: Put of a nil value", r.c.name)
+	}
+	id, ok := r.c.idOf(ctx, v)
+	if !ok {
+		return r.Create(ctx, v)
+	}
+	key, err := r.c.idKey(id)
+	if err != nil {
+		return err
+	}
+	old, _, err := r.oldKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	err = r.conn(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
+		UpdateAll: true,
+	}).Create(v).Error
+	if err != nil {
+		return fmt.Errorf("repo: %s %s: put: %w", r.c.name, key, err)
+	}
+	return r.upkeep(ctx, v, old, true)
+}
+
+// Delete deletes the row with primary key id (a soft delete when T has a
+// gorm.DeletedAt), then invalidates the id and the row's unique-column
+// mappings. An absent row is ErrNotFound. The id stays in the Bloom filter
+// until RebuildFilter.
+func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
+	key, err := r.c.idKey(id)
+	if err != nil {
+		return err
+	}
+	old, _, err := r.oldKeys(ctx, id)
+	if err != nil {
+		return err
+	}
+	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
+	if res.Error != nil {
+		return fmt.Errorf("repo: %s %s: delete: %w", r.c.name, key, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFoundErr(r.c.name, key)
+	}
+	c := r.c
+	steps := []func(context.Context) error{func(ctx context.Context) error { return c.invalidate(ctx, key) }}
+	for i, l := range c.lookups {
+		if old[i].ok {
+			steps = append(steps, l.invalidate(old[i].key))
+		}
+	}
+	return r.afterWrite(ctx, steps...)
+}
+
+// keyOfRow returns v's primary key and its cache id; a nil v or a zero key
+// is an error.
+func (r *Repository[T, ID]) keyOfRow(ctx context.Context, v *T, op string) (ID, string, error) {
+	if v == nil {
+		return *new(ID), "", fmt.Errorf("repo: %s: %s of a nil value", r.c.name, op)
+	}
+	id, ok := r.c.idOf(ctx, v)
+	if !ok {
+		return id, "", fmt.Errorf("%w: %s: %s needs the primary key set", ErrInvalidID, r.c.name, op)
+	}
+	key, err := r.c.idKey(id)
+	return id, key, err
+}
+
+// oldKey is a row's key in one lookup before a write; ok is false when the
+// row or the value was absent.
+type oldKey struct {
+	key string
+	ok  bool
+}
+
+// oldKeys reads the unique-column values of row id before a write, one per
+// lookup (none when the model has no unique key: no query then). found
+// reports whether the row exists.
+func (r *Repository[T, ID]) oldKeys(ctx context.Context, id ID) (old []oldKey, found bool, err error) {
+	old = make([]oldKey, len(r.c.lookups))
+	if len(r.c.lookups) == 0 {
+		return old, false, nil
+	}
+	cols := []string{r.c.pk.DBName}
+	for _, l := range r.c.lookups {
+		for _, f := range l.fields {
+			cols = append(cols, f.DBName)
+		}
+	}
+	var rows []T
+	if err := r.conn(ctx).Select(cols).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
+		return nil, false, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
+	}
+	if len(rows) == 0 {
+		return old, false, nil
+	}
+	rv := reflect.ValueOf(&rows[0]).Elem()
+	for i, l := range r.c.lookups {
+		if old[i].key, old[i].ok, err = l.key(ctx, rv); err != nil {
+			return nil, false, err
+		}
+	}
+	return old, true, nil
+}
+
+// upkeep queues (or runs) what follows a write of row: with add, adding it
+// to the filters; then invalidating its id, and the mappings of every
+// unique key whose value changed from old (nil: no previous row).
+func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, add bool) error {
+	c := r.c
+	_, key, err := r.keyOfRow(ctx, row, "write")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
+	}
+	rv := reflect.ValueOf(row).Elem()
+	var steps []func(context.Context) error
+	if add && c.filter != nil {
+		steps = append(steps, func(ctx context.Context) error {
+			if err := c.filter.Add(ctx, key); err != nil {
+				return fmt.Errorf("repo: %s %s: add to filter: %w", c.name, key, err)
+			}
+			return nil
+		})
+	}
+	if u := c.uniq; add && u != nil && u.filter != nil {
+		if uk, ok, err := u.key(ctx, rv); err == nil && ok {
+			steps = append(steps, func(ctx context.Context) error {
+				if err := u.filter.Add(ctx, uk); err != nil {
+					return fmt.Errorf("repo: %s %s: add to filter: %w", u.name, uk, err)
+				}
+				return nil
+			})
+		}
+	}
+	steps = append(steps, func(ctx context.Context) error { return c.invalidate(ctx, key) })
+	for i, l := range c.lookups {
+		nk, hasNew, err := l.key(ctx, rv)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrAfterCommit, err)
+		}
+		var was oldKey
+		if old != nil {
+			was = old[i]
+		}
+		var keys []string
+		switch {
+		case was.ok && hasNew && was.key == nk:
+			continue // the mapping did not change
+		case was.ok && hasNew:
+			keys = []string{was.key, nk}
+		case was.ok:
+			keys = []string{was.key}
+		case hasNew:
+			keys = []string{nk}
+		default:
+			continue
+		}
+		steps = append(steps, l.invalidate(keys...))
+	}
+	return r.afterWrite(ctx, steps...)
+}
+
+// invalidate drops the cached row of key.
+func (c *core[T, ID]) invalidate(ctx context.Context, key string) error {
+	if err := c.ent.Invalidate(ctx, key); err != nil {
+		return fmt.Errorf("repo: %s %s: invalidate: %w", c.name, key, err)
+	}
+	return nil
+}
+
+// invalidate returns the step that drops the cached mappings of keys.
+func (l *lookup[ID]) invalidate(keys ...string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := l.ent.Invalidate(ctx, keys...); err != nil {
+			return fmt.Errorf("repo: %s %q: invalidate: %w", l.name, keys, err)
+		}
+		return nil
+	}
+}
