@@ -34,11 +34,17 @@ func newIDCodec[ID comparable]() (idCodec[ID], error) {
 	case reflect.Uint:
 		return func(id ID) (string, error) { return strconv.FormatUint(uint64(*(*uint)(unsafe.Pointer(&id))), 10), nil }, nil
 	case reflect.Uint8:
-		return func(id ID) (string, error) { return strconv.FormatUint(uint64(*(*uint8)(unsafe.Pointer(&id))), 10), nil }, nil
+		return func(id ID) (string, error) {
+			return strconv.FormatUint(uint64(*(*uint8)(unsafe.Pointer(&id))), 10), nil
+		}, nil
 	case reflect.Uint16:
-		return func(id ID) (string, error) { return strconv.FormatUint(uint64(*(*uint16)(unsafe.Pointer(&id))), 10), nil }, nil
+		return func(id ID) (string, error) {
+			return strconv.FormatUint(uint64(*(*uint16)(unsafe.Pointer(&id))), 10), nil
+		}, nil
 	case reflect.Uint32:
-		return func(id ID) (string, error) { return strconv.FormatUint(uint64(*(*uint32)(unsafe.Pointer(&id))), 10), nil }, nil
+		return func(id ID) (string, error) {
+			return strconv.FormatUint(uint64(*(*uint32)(unsafe.Pointer(&id))), 10), nil
+		}, nil
 	case reflect.Uint64:
 		return func(id ID) (string, error) { return strconv.FormatUint(*(*uint64)(unsafe.Pointer(&id)), 10), nil }, nil
 	case reflect.String:
