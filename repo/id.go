@@ -17,44 +17,29 @@ type idCodec[ID comparable] func(ID) (string, error)
 // are, other types through encoding.TextMarshaler (uuid.UUID and the like).
 func newIDCodec[ID comparable]() (idCodec[ID], error) {
 	t := reflect.TypeFor[ID]()
-	// The unsafe conversions below reinterpret an ID as its underlying
-	// basic type, which has the same memory layout by definition; they
-	// work for named types (type UserID int64) without boxing.
 	switch t.Kind() {
 	case reflect.Int:
-		return func(id ID) (string, error) { return strconv.FormatInt(int64(*(*int)(unsafe.Pointer(&id))), 10), nil }, nil
+		return intKey[ID, int], nil
 	case reflect.Int8:
-		return func(id ID) (string, error) { return strconv.FormatInt(int64(*(*int8)(unsafe.Pointer(&id))), 10), nil }, nil
+		return intKey[ID, int8], nil
 	case reflect.Int16:
-		return func(id ID) (string, error) { return strconv.FormatInt(int64(*(*int16)(unsafe.Pointer(&id))), 10), nil }, nil
+		return intKey[ID, int16], nil
 	case reflect.Int32:
-		return func(id ID) (string, error) { return strconv.FormatInt(int64(*(*int32)(unsafe.Pointer(&id))), 10), nil }, nil
+		return intKey[ID, int32], nil
 	case reflect.Int64:
-		return func(id ID) (string, error) { return strconv.FormatInt(*(*int64)(unsafe.Pointer(&id)), 10), nil }, nil
+		return intKey[ID, int64], nil
 	case reflect.Uint:
-		return func(id ID) (string, error) { return strconv.FormatUint(uint64(*(*uint)(unsafe.Pointer(&id))), 10), nil }, nil
+		return uintKey[ID, uint], nil
 	case reflect.Uint8:
-		return func(id ID) (string, error) {
-			return strconv.FormatUint(uint64(*(*uint8)(unsafe.Pointer(&id))), 10), nil
-		}, nil
+		return uintKey[ID, uint8], nil
 	case reflect.Uint16:
-		return func(id ID) (string, error) {
-			return strconv.FormatUint(uint64(*(*uint16)(unsafe.Pointer(&id))), 10), nil
-		}, nil
+		return uintKey[ID, uint16], nil
 	case reflect.Uint32:
-		return func(id ID) (string, error) {
-			return strconv.FormatUint(uint64(*(*uint32)(unsafe.Pointer(&id))), 10), nil
-		}, nil
+		return uintKey[ID, uint32], nil
 	case reflect.Uint64:
-		return func(id ID) (string, error) { return strconv.FormatUint(*(*uint64)(unsafe.Pointer(&id)), 10), nil }, nil
+		return uintKey[ID, uint64], nil
 	case reflect.String:
-		return func(id ID) (string, error) {
-			s := *(*string)(unsafe.Pointer(&id))
-			if s == "" {
-				return "", fmt.Errorf("%w: empty id", ErrInvalidID)
-			}
-			return s, nil
-		}, nil
+		return stringKey[ID], nil
 	}
 	if t.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
 		return func(id ID) (string, error) {
@@ -69,4 +54,25 @@ func newIDCodec[ID comparable]() (idCodec[ID], error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("%w: id type %v is not an integer, a string or an encoding.TextMarshaler", ErrInvalidOptions, t)
+}
+
+// The functions below reinterpret an ID as its underlying basic type B,
+// which newIDCodec has checked it is (so the memory layout is the same by
+// definition): that works for named types (type UserID int64) without
+// boxing the id into an interface.
+
+func intKey[ID comparable, B int | int8 | int16 | int32 | int64](id ID) (string, error) {
+	return strconv.FormatInt(int64(*(*B)(unsafe.Pointer(&id))), 10), nil
+}
+
+func uintKey[ID comparable, B uint | uint8 | uint16 | uint32 | uint64](id ID) (string, error) {
+	return strconv.FormatUint(uint64(*(*B)(unsafe.Pointer(&id))), 10), nil
+}
+
+func stringKey[ID comparable](id ID) (string, error) {
+	s := *(*string)(unsafe.Pointer(&id))
+	if s == "" {
+		return "", fmt.Errorf("%w: empty id", ErrInvalidID)
+	}
+	return s, nil
 }
