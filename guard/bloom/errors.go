@@ -43,13 +43,15 @@ func (f *Filter) mapScriptError(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
+	// Redis puts "ERR " before an error reply that has no code of its own;
+	// the replies above have one, but accept both.
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
 	switch {
 	case strings.HasPrefix(msg, replyLayout):
 		return fmt.Errorf("%w: filter %q in Redis is %q, this Filter is %q",
 			ErrLayoutMismatch, f.name, strings.TrimSpace(strings.TrimPrefix(msg, replyLayout)), f.layout.fingerprint)
 	case strings.HasPrefix(msg, replySuperseded):
-		return fmt.Errorf("%w (filter %q)", ErrRebuildSuperseded, f.name)
+		return ErrRebuildSuperseded // callers name the filter
 	}
 	return fmt.Errorf("bloom: filter %q: %w", f.name, err)
 }

@@ -7,7 +7,7 @@
 -- Errors "AKBLOOM_SUPERSEDED" if the shard is not being rebuilt by this token.
 local meta = redis.call('HMGET', KEYS[1], 'gen', 'rebuild')
 if meta[2] ~= ARGV[1] then
-  return redis.error_reply('AKBLOOM_SUPERSEDED')
+  return redis.error_reply('AKBLOOM_SUPERSEDED another rebuild owns this shard')
 end
 local nxt = KEYS[3 - tonumber(meta[1]) % 2]
 local k = tonumber(ARGV[2])

@@ -7,7 +7,7 @@
 -- Errors "AKBLOOM_SUPERSEDED" if the shard is not being rebuilt by this token.
 local meta = redis.call('HMGET', KEYS[1], 'gen', 'rebuild')
 if meta[2] ~= ARGV[1] then
-  return redis.error_reply('AKBLOOM_SUPERSEDED')
+  return redis.error_reply('AKBLOOM_SUPERSEDED another rebuild owns this shard')
 end
 local gen = tonumber(meta[1])
 redis.call('HSET', KEYS[1], 'gen', tostring(gen + 1))

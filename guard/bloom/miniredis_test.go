@@ -1,0 +1,75 @@
+package bloom_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/redis/go-redis/v9"
+)
+
+// The embedded backend of the demo CLI (miniredis, which has no BITFIELD)
+// runs every script: add, query, rebuild (begin, fill, switch, abort),
+// stats, and the layout check.
+func TestFilter_miniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	ctx := testCtx(t)
+	opts := bloom.Options{Capacity: 2000, FalsePositiveRate: 0.01, Shards: 3}
+	f := newFilter(t, c, "", "mini", opts)
+
+	in, out := keyset("in", 600), keyset("out", 600)
+	if err := f.AddMany(ctx, in); err != nil {
+		t.Fatalf("AddMany: %v", err)
+	}
+	if err := f.Add(ctx, "one"); err != nil {
+		t.Fatalf("Add: %v", err)
+	}
+	mustContainAll(t, ctx, f, append(in, "one"))
+	if ok, err := f.MightContain(ctx, "one"); err != nil || !ok {
+		t.Fatalf("MightContain = %v, %v", ok, err)
+	}
+	got, err := f.MightContainMany(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := countTrue(got); c > 30 { // 600 at a fill far below capacity
+		t.Errorf("%d false positives of %d", c, len(out))
+	}
+
+	if err := f.Rebuild(ctx, sliceSource(out, 200)); err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	mustContainAll(t, ctx, f, out)
+	errBoom := errors.New("boom")
+	err = f.Rebuild(ctx, func(_ context.Context, add func([]string) error) error {
+		if err := add(in); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("failed Rebuild = %v", err)
+	}
+	mustContainAll(t, ctx, f, out)
+
+	st, err := f.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if st.Generation != 1 || st.Rebuilding || st.BitsSet == 0 || st.EstimatedCount < 570 || st.EstimatedCount > 630 {
+		t.Errorf("Stats = %+v", st)
+	}
+	// The old generation and the aborted one are gone: 3 meta + 3 bitmaps.
+	if keys := mr.Keys(); len(keys) != 6 {
+		t.Errorf("keys %v", keys)
+	}
+
+	other := newFilter(t, c, "", "mini", bloom.Options{Capacity: 3000, FalsePositiveRate: 0.01, Shards: 3})
+	if _, err := other.MightContain(ctx, "one"); !errors.Is(err, bloom.ErrLayoutMismatch) {
+		t.Errorf("other sizing on miniredis = %v", err)
+	}
+}
