@@ -23,7 +23,10 @@ func TestFixedWindow_exact(t *testing.T) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
 			return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
 		}, "fw:hot", hammerInstances, hammerGoroutines, runFor)
-		wins := checkFixedWindow(t, calls, hammerLimit, hammerWindow)
+		wins, err := checkFixedWindow(calls, hammerLimit, hammerWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(wins) < hammerWindows {
 			t.Fatalf("%d complete windows with exactly %d calls, want at least %d", len(wins), hammerLimit, hammerWindows)
 		}
@@ -36,7 +39,10 @@ func TestSlidingLog_exact(t *testing.T) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
 			return NewSlidingLog(c, SlidingLog{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
 		}, "sl:hot", hammerInstances, hammerGoroutines, runFor)
-		allowed := checkSlidingLog(t, calls, hammerLimit, hammerWindow)
+		allowed, err := checkSlidingLog(calls, hammerLimit, hammerWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Saturated, the log lets n calls through per window.
 		if allowed < hammerWindows*hammerLimit {
 			t.Fatalf("%d calls allowed, want at least %d over %d windows", allowed, hammerWindows*hammerLimit, hammerWindows)
@@ -49,7 +55,11 @@ func TestSlidingWindow_exact(t *testing.T) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
 			return NewSlidingWindow(c, SlidingWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
 		}, "sw:hot", hammerInstances, hammerGoroutines, runFor)
-		if wins := checkSlidingWindow(t, calls, hammerLimit, hammerWindow); wins < hammerWindows {
+		wins, err := checkSlidingWindow(calls, hammerLimit, hammerWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wins < hammerWindows {
 			t.Fatalf("calls allowed in %d aligned windows, want at least %d", wins, hammerWindows)
 		}
 	})
@@ -93,7 +103,10 @@ func checkBucketRun(t *testing.T, calls []call) {
 	if c := calls[bucketBurst]; c.res.Allowed && float64(c.at-calls[0].at) < perToken {
 		t.Fatalf("call %d allowed %dµs after the first, the burst is %d", bucketBurst+1, c.at-calls[0].at, bucketBurst)
 	}
-	allowed, lines := checkBucket(t, calls, bucketBurst, perToken)
+	allowed, lines, err := checkBucket(calls, bucketBurst, perToken)
+	if err != nil {
+		t.Fatal(err)
+	}
 	span := calls[len(calls)-1].at - calls[0].at
 	if span < hammerWindows*bucketPeriod.Microseconds() {
 		t.Fatalf("the calls spanned %dµs, want at least %d windows", span, hammerWindows)
