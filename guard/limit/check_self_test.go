@@ -31,7 +31,7 @@ func TestCheckFixedWindow_catchesViolations(t *testing.T) {
 		"refused between":      {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(120000, false, 0, 0)},
 		"window restarted":     {mk(1000, true, 0, 100*ms), mk(50000, true, 0, 100*ms)},
 		"window too short":     {mk(1000, true, 0, 50*ms), mk(2000, true, 0, 49*ms)},
-		"refused, not full":      {mk(1000, true, 0, 100*ms), mk(101500, true, 0, 100*ms), mk(101600, false, 0, 0), mk(250000, true, 0, 100*ms)},
+		"refused, not full":    {mk(1000, true, 0, 100*ms), mk(101500, true, 0, 100*ms), mk(101600, false, 0, 0), mk(250000, true, 0, 100*ms)},
 	} {
 		if _, err := checkFixedWindow(calls, n, w); err == nil {
 			t.Errorf("%s: not caught", name)
