@@ -63,7 +63,8 @@ type Cache struct {
 	observer     Observer
 	maxValue     int
 	writeTimeout time.Duration
-	channel      string // value-ready notifications
+	channel      string        // value-ready notifications
+	recheck      time.Duration // waiters' fallback re-check period
 	br           breaker
 	hub          hub
 	retry        retrier
@@ -112,6 +113,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		maxValue:     o.MaxValueSize,
 		writeTimeout: o.WriteTimeout,
 		channel:      ns + ":ready",
+		recheck:      defaultRecheck,
 	}
 	c.br = breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown}
 	c.base, c.cancel = context.WithCancel(context.Background())

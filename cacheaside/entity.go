@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/internal/keys"
-	"github.com/redis/go-redis/v9"
 )
 
 // Entity is a typed handle on one kind of cached value (e.g. "user"),
@@ -240,6 +239,3 @@ func (e *Entity[T]) serveStale(st *stale[T]) (T, bool) {
 func ms(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
 }
-
-// isRedisNil reports whether err is a Redis nil reply.
-func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }

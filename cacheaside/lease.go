@@ -13,10 +13,10 @@ const (
 	leaseNoop     = 2 // nothing to rebuild: a fresh entry (miss mode) or a changed one (refresh mode)
 )
 
-// recheck is how often a waiter re-checks without a notification, so that
-// a lost message or a crashed lease holder delays it but never hangs it
-// beyond WaitTimeout.
-const recheck = 100 * time.Millisecond
+// defaultRecheck is how often a waiter re-checks without a notification,
+// so that a lost message or a crashed lease holder delays it but never
+// hangs it beyond WaitTimeout.
+const defaultRecheck = 100 * time.Millisecond
 
 type leaseReply struct {
 	status int64
@@ -103,7 +103,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			e.ctr.inc(EventLockWait)
 			wake = e.c.hub.register(ctx, key)
 			defer e.c.hub.unregister(key, wake)
-			tick = time.NewTimer(min(recheck, e.p.WaitTimeout))
+			tick = time.NewTimer(min(e.c.recheck, e.p.WaitTimeout))
 			defer tick.Stop()
 			continue // re-check now that a notification can no longer be missed
 		}
@@ -119,7 +119,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		case <-wake:
 		case <-tick.C:
 		}
-		tick.Reset(min(recheck, e.p.WaitTimeout))
+		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))
 	}
 }
 
