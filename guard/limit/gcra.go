@@ -34,10 +34,10 @@ func PerHour(n int) Rate { return Rate{Limit: n, Period: time.Hour} }
 // interval returns the time between two calls at the rate, in whole
 // microseconds (rounded to the nearest), or 0 if the rate is invalid.
 func (r Rate) interval() int64 {
-	if r.Limit < 1 || r.Period <= 0 {
+	us := r.Period.Microseconds()
+	if r.Limit < 1 || us < int64(r.Limit) {
 		return 0
 	}
-	us := r.Period.Microseconds()
 	return (us + int64(r.Limit)/2) / int64(r.Limit)
 }
 
