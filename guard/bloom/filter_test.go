@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/testcontainers"
@@ -253,7 +254,7 @@ func TestFilter_deadRedis(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there any more
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
 	defer c.Close()
 	ctx := testCtx(t)
 	f := newFilter(t, c, "", "dead", bloom.Options{Capacity: 100, FalsePositiveRate: 0.01, Shards: 2})
