@@ -103,3 +103,27 @@ func TestCheckSlidingWindow_catchesViolations(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckLockout_catchesViolations(t *testing.T) {
+	const n, w, lock = 2, 100 * ms, 300 * ms
+	good := []call{
+		mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms),
+		mk(200000, false, 103*ms, 103*ms), // the window is over, the lock is not
+		mk(304000, true, 0, 100*ms), mk(305000, true, 0, 99*ms), mk(306000, false, 300*ms, 300*ms),
+	}
+	if locks, err := checkLockout(good, n, w, lock); err != nil || locks != 2 {
+		t.Fatalf("a good history: %d locks, %v; want 2, nil", locks, err)
+	}
+	for name, calls := range map[string][]call{
+		"allowed in the lock":  {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms), mk(200000, true, 0, 100*ms)},
+		"refused after it":     {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms), mk(310000, false, 0, 0)},
+		"no lock":              {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 98*ms, 98*ms)},
+		"too many":             {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, true, 0, 98*ms)},
+		"refused too early":    {mk(1000, true, 0, 100*ms), mk(2000, false, 300*ms, 300*ms)},
+		"refused after window": {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(150000, false, 300*ms, 300*ms)},
+	} {
+		if _, err := checkLockout(calls, n, w, lock); err == nil {
+			t.Errorf("%s: not caught", name)
+		}
+	}
+}

@@ -190,3 +190,50 @@ func checkSlidingWindow(calls []call, n int, w time.Duration) (int, error) {
 	}
 	return len(perWindow), nil
 }
+
+// checkLockout asserts the lockout rule of a fixed window of n calls per w
+// with lock time lock: a window allows at most n calls; the first refusal
+// (only once n were allowed) locks the key: every call is refused from it
+// until lock has passed, and allowed again after, in a new window. It
+// returns the number of locks seen.
+func checkLockout(calls []call, n int, w, lock time.Duration) (locks int, err error) {
+	lus := lock.Microseconds()
+	var end, lockedAt int64 // the current window's end; the lock's start, 0 if none
+	count := 0
+	for i, c := range calls {
+		if c.res.Allowed {
+			newWindow := i == 0 || lockedAt != 0 || c.at+c.res.ResetAfter.Microseconds() > end+edge
+			switch {
+			case !newWindow:
+			case lockedAt != 0 && c.at < lockedAt+lus-edge:
+				return 0, fmt.Errorf("call at %d allowed %dµs into a lock of %v", c.at, c.at-lockedAt, lock)
+			case lockedAt == 0 && i > 0 && c.at < end-edge:
+				return 0, fmt.Errorf("a window starts at %d, before the previous one ends at %d", c.at, end)
+			case c.res.ResetAfter != w:
+				return 0, fmt.Errorf("the first call of a window at %d reports ResetAfter %v, want %v", c.at, c.res.ResetAfter, w)
+			}
+			if newWindow {
+				end, lockedAt, count = c.at+w.Microseconds(), 0, 0
+			}
+			if count++; count > n {
+				return 0, fmt.Errorf("window ending at %d allowed %d calls, the limit is %d", end, count, n)
+			}
+			continue
+		}
+		switch {
+		case lockedAt != 0 && c.at >= lockedAt+lus+edge:
+			return 0, fmt.Errorf("call at %d refused %dµs after a lock of %v began", c.at, c.at-lockedAt, lock)
+		case lockedAt != 0:
+		case count < n:
+			return 0, fmt.Errorf("call at %d refused after only %d calls in its window", c.at, count)
+		case c.at >= end+edge:
+			return 0, fmt.Errorf("call at %d refused after its window ended at %d", c.at, end)
+		case c.res.RetryAfter != lock:
+			return 0, fmt.Errorf("the call at %d that locks the key reports RetryAfter %v, want %v", c.at, c.res.RetryAfter, lock)
+		default:
+			lockedAt = c.at
+			locks++
+		}
+	}
+	return locks, nil
+}
