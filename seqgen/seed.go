@@ -21,7 +21,7 @@ func MaxSerial(table, column string) SeedFunc {
 		var serials []string
 		err := tx.WithContext(ctx).Table(table).
 			Where(clause.Expr{SQL: `? LIKE ? ESCAPE '\'`, Vars: []any{col, escapeLike(day.Prefix) + "%"}}).
-			Order(clause.Expr{SQL: "LENGTH(?) DESC, ? DESC", Vars: []any{col, col}}).
+			Order(clause.OrderBy{Expression: clause.Expr{SQL: "LENGTH(?) DESC, ? DESC", Vars: []any{col, col}}}).
 			Limit(1).Pluck(column, &serials).Error
 		if err != nil {
 			return 0, fmt.Errorf("max serial of %s.%s: %w", table, column, err)
