@@ -104,33 +104,59 @@ type stale[T any] struct {
 // returns ErrNotFound (or an error wrapping it) when id does not exist; Get
 // then returns ErrNotFound, and the absence is cached for NullTTL.
 //
+// A value Get returns is never older than a write (source of truth, then
+// Invalidate or Set) that completed before Get began, except for stale
+// values within Grace that the Policy allows (AsyncRefresh, or a failing
+// loader).
+//
 // When Redis fails (or the breaker is open) Get calls load directly,
 // within MaxConcurrentLoads. Every wait honours ctx.
 func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Context, id string) (T, error)) (T, error) {
-	var zero T
 	key, err := e.key(id)
 	if err != nil {
+		var zero T
 		return zero, err
 	}
 	if load == nil {
+		var zero T
 		return zero, errNilLoader
 	}
+	for attempt := 0; ; attempt++ {
+		// A caller that joined a shared load too late to be covered by its
+		// validation starts over; the last attempt loads on its own.
+		v, err, retry := e.get(ctx, key, id, load, attempt < maxJoinAttempts)
+		if !retry {
+			return v, err
+		}
+	}
+}
+
+// maxJoinAttempts bounds how often a Get joins shared loads whose results
+// it may not use before it loads on its own.
+const maxJoinAttempts = 3
+
+// get is one attempt of Get; share says whether it may join (or start)
+// a load shared with other callers.
+func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (T, error, bool) {
+	var zero T
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
-		return e.loadDirect(ctx, id, load, nil)
+		v, err := e.loadDirect(ctx, id, load, nil)
+		return v, err, false
 	}
 	b, err := e.c.client.Get(ctx, key).Bytes()
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
-			return zero, cerr
+			return zero, cerr, false
 		}
 		if failed {
 			e.ctr.inc(EventCacheError)
-			return e.loadDirect(ctx, id, load, nil)
+			v, err := e.loadDirect(ctx, id, load, nil)
+			return v, err, false
 		}
 		e.ctr.inc(EventMiss)
-		return e.miss(ctx, key, id, load, nil)
+		return e.miss(ctx, key, id, load, nil, share)
 	}
 	e.c.br.success()
 	h, payload, err := decodeEntry(b)
@@ -143,10 +169,10 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 		if h.null {
 			if fresh {
 				e.ctr.inc(EventNullHit)
-				return zero, ErrNotFound
+				return zero, ErrNotFound, false
 			}
 			e.ctr.inc(EventMiss)
-			return e.miss(ctx, key, id, load, nil)
+			return e.miss(ctx, key, id, load, nil, share)
 		}
 		var v T
 		if err = e.c.codec.Unmarshal(payload, &v); err == nil {
@@ -154,21 +180,21 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 			case fresh:
 				e.ctr.inc(EventHit)
 				if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
-					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), nil
+					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), nil, false
 				}
-				return v, nil
+				return v, nil, false
 			case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
 				e.ctr.inc(EventStaleServed)
 				e.refreshAsync(ctx, key, id, load, b[:headerLen])
-				return v, nil
+				return v, nil, false
 			}
 			e.ctr.inc(EventMiss)
-			return e.miss(ctx, key, id, load, &stale[T]{v: v, expiry: h.expiry})
+			return e.miss(ctx, key, id, load, &stale[T]{v: v, expiry: h.expiry}, share)
 		}
 	}
 	e.corrupt(ctx, key)
 	e.ctr.inc(EventMiss)
-	return e.miss(ctx, key, id, load, nil)
+	return e.miss(ctx, key, id, load, nil, share)
 }
 
 // maxXFetch bounds −ln(U) for U in (0,1] drawn from a float64: no reader
@@ -196,33 +222,33 @@ func (e *Entity[T]) corrupt(ctx context.Context, key string) {
 	}
 }
 
-// miss handles a cache miss: the filter, then the strategy.
-func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+// miss handles a cache miss: the filter, then the strategy. retry reports
+// that the caller joined a shared load whose result it may not use.
+func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], share bool) (v T, err error, retry bool) {
 	var zero T
 	if e.p.Filter != nil {
 		ok, err := e.p.Filter.MightContain(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return zero, ctx.Err()
+			return zero, ctx.Err(), false
 		case err != nil:
 			e.ctr.inc(EventCacheError)
 		case !ok:
 			e.ctr.inc(EventFiltered)
-			return zero, ErrNotFound
+			return zero, ErrNotFound, false
 		}
 	}
-	switch e.p.Strategy {
-	case None:
-		return e.loadAndStore(ctx, key, id, load, st)
-	case SingleFlight:
-		return e.flight.do(ctx, id, func(ctx context.Context) (T, error) {
-			return e.loadAndStore(ctx, key, id, load, st)
-		})
-	default:
-		return e.flight.do(ctx, id, func(ctx context.Context) (T, error) {
-			return e.leased(ctx, key, id, load, st)
-		})
+	rebuild := e.loadAndStore
+	if e.p.Strategy >= Mutex {
+		rebuild = e.leased
 	}
+	if e.p.Strategy == None || !share {
+		v, err, _ = rebuild(ctx, key, id, load, st, noMark)
+		return v, err, false
+	}
+	return e.flight.do(ctx, id, func(ctx context.Context, mark func()) (T, error, outcome) {
+		return rebuild(ctx, key, id, load, st, mark)
+	})
 }
 
 // serveStale returns st's value if it is still within Grace.

@@ -52,7 +52,7 @@ func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (lea
 // across all processes takes the lease and loads; the others wait for its
 // value-ready notification (or re-check every recheck), up to WaitTimeout.
 // In this process callers share one leased() through the flight group.
-func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, error, outcome) {
 	var zero T
 	token := newToken()
 	deadline := time.NewTimer(e.p.WaitTimeout)
@@ -60,31 +60,33 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	var tick *time.Timer
 	var wake chan struct{}
 	for {
+		mark() // callers that joined so far are covered by what this lease call reads
 		r, err := e.lease(ctx, key, token, "")
 		if err != nil {
 			failed, cerr := e.c.redisErr(ctx, err)
 			if cerr != nil {
-				return zero, cerr
+				return zero, cerr, validAll
 			}
 			if failed {
 				e.ctr.inc(EventCacheError)
 			}
 			v, _, err := e.invoke(ctx, id, load)
-			return e.result(v, err, st)
+			v, err = e.result(v, err, st)
+			return v, err, validAll
 		}
 		e.c.br.success()
 		switch r.status {
 		case leaseAcquired:
 			v, d, err := e.invoke(ctx, id, load)
-			return e.finish(ctx, key, r.ver, token, v, d, err, st)
+			return e.finish(ctx, key, r.ver, token, v, d, err, st, mark)
 		case leaseNoop:
 			if h, payload, err := decodeEntry(r.entry); err == nil {
 				if h.null {
-					return zero, ErrNotFound
+					return zero, ErrNotFound, validMarked
 				}
 				var v T
 				if err := e.c.codec.Unmarshal(payload, &v); err == nil {
-					return v, nil
+					return v, nil, validMarked
 				}
 			}
 			e.corrupt(ctx, key)
@@ -109,13 +111,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		}
 		select {
 		case <-ctx.Done():
-			return zero, ctx.Err()
+			return zero, ctx.Err(), validAll
 		case <-deadline.C:
 			e.ctr.inc(EventLockTimeout)
 			if v, ok := e.serveStale(st); ok {
-				return v, nil
+				return v, nil, validAll
 			}
-			return zero, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
+			return zero, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout), validAll
 		case <-wake:
 		case <-tick.C:
 		}
@@ -144,7 +146,7 @@ func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(conte
 	if err == nil {
 		e.ctr.inc(EventRefresh)
 	}
-	_, _ = e.finish(ctx, key, r.ver, token, v, d, err, nil)
+	_, _, _ = e.finish(ctx, key, r.ver, token, v, d, err, nil, noMark)
 	return v, err == nil
 }
 

@@ -80,7 +80,10 @@ func (e *Entity[T]) loadDirect(ctx context.Context, id string, load func(context
 	if e.p.Strategy == None {
 		v, err = f(ctx)
 	} else {
-		v, err = e.flight.do(ctx, id, f)
+		v, err, _ = e.flight.do(ctx, id, func(ctx context.Context, _ func()) (T, error, outcome) {
+			v, err := f(ctx)
+			return v, err, validAll
+		})
 	}
 	return e.result(v, err, st)
 }
@@ -103,53 +106,81 @@ func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
 
 // loadAndStore is a miss for None and SingleFlight: read the version,
 // load, store unless invalidated meanwhile.
-func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, error, outcome) {
 	var zero T
 	ver, err := versionScript.Run(ctx, e.c.client, []string{key + ":ver"}, newToken(), e.verPX).Text()
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
-			return zero, cerr
+			return zero, cerr, validAll
 		}
 		if failed {
 			e.ctr.inc(EventCacheError)
 		}
 		v, _, err := e.invoke(ctx, id, load)
-		return e.result(v, err, st)
+		v, err = e.result(v, err, st)
+		return v, err, validAll
 	}
 	e.c.br.success()
 	v, d, err := e.invoke(ctx, id, load)
-	return e.finish(ctx, key, ver, "", v, d, err, st)
+	return e.finish(ctx, key, ver, "", v, d, err, st, mark)
 }
 
 // finish stores a load's outcome (a value, or a "not found" when NullTTL
 // is set) under version ver, releasing the lease token if any, and returns
-// Get's result.
-func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d time.Duration, err error, st *stale[T]) (T, error) {
+// Get's result with the outcome for the callers sharing the load.
+func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d time.Duration, err error, st *stale[T], mark func()) (T, error, outcome) {
+	out := validAll
 	switch {
 	case err == nil:
-		e.store(ctx, key, ver, token, v, true, d)
+		mark()
+		out = e.store(ctx, key, ver, token, v, true, d)
 	case errors.Is(err, ErrNotFound) && e.p.NullTTL > 0:
-		e.store(ctx, key, ver, token, v, false, d)
+		mark()
+		out = e.store(ctx, key, ver, token, v, false, d)
+	case errors.Is(err, ErrNotFound):
+		if token != "" {
+			e.releaseLease(ctx, key, token)
+		}
+		mark()
+		out = e.verify(ctx, key, ver)
 	default:
 		if token != "" {
 			e.releaseLease(ctx, key, token)
 		}
 	}
-	return e.result(v, err, st)
+	v, err = e.result(v, err, st)
+	return v, err, out
+}
+
+// verify checks that id's version is still ver, for a load whose result
+// was not stored: validMarked if so, validLeader otherwise.
+func (e *Entity[T]) verify(ctx context.Context, key, ver string) outcome {
+	cur, err := e.c.client.Get(ctx, key+":ver").Result()
+	if err != nil {
+		if failed, _ := e.c.redisErr(ctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+		return validLeader
+	}
+	e.c.br.success()
+	if cur != ver {
+		return validLeader
+	}
+	return validMarked
 }
 
 // store writes the entry with fill.lua, which refuses it if the version
 // changed. It runs on a detached context: the load is done, and the lease
 // must be released even if the caller has gone.
-func (e *Entity[T]) store(ctx context.Context, key, ver, token string, v T, found bool, d time.Duration) {
+func (e *Entity[T]) store(ctx context.Context, key, ver, token string, v T, found bool, d time.Duration) outcome {
 	entry, px, err := e.makeEntry(v, found, d)
 	if err != nil {
 		e.ctr.inc(EventCacheError)
 		if token != "" {
 			e.releaseLease(ctx, key, token)
 		}
-		return
+		return e.verify(ctx, key, ver)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
@@ -163,12 +194,14 @@ func (e *Entity[T]) store(ctx context.Context, key, ver, token string, v T, foun
 		if failed, _ := e.c.redisErr(wctx, err); failed {
 			e.ctr.inc(EventCacheError)
 		}
-		return
+		return validLeader
 	}
 	e.c.br.success()
 	if n == 0 {
 		e.ctr.inc(EventRejectedSet)
+		return validLeader
 	}
+	return validMarked
 }
 
 // releaseLease gives up the lease and wakes the waiters.
