@@ -237,7 +237,7 @@ func TestLocker_keyLayout_cluster(t *testing.T) {
 
 func TestLocker_deadRedis(t *testing.T) {
 	srv := testcontainers.NewRedisServer(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
 	defer client.Close()
 	l := lock.New(client, nil)
 	defer l.Close()

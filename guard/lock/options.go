@@ -56,7 +56,7 @@ type RedlockOptions struct {
 
 	// NodeTimeout bounds each node's reply in a round, so that a node
 	// that hangs costs little of the validity time. Default ttl/10, at
-	// least 10ms.
+	// least 50ms.
 	NodeTimeout time.Duration
 }
 
@@ -64,7 +64,7 @@ const (
 	defaultMinBackoff  = 10 * time.Millisecond
 	defaultMaxBackoff  = 500 * time.Millisecond
 	defaultDriftFactor = 0.01
-	minNodeTimeout     = 10 * time.Millisecond
+	minNodeTimeout     = 50 * time.Millisecond
 )
 
 // init returns a copy of o with defaults filled in and the namespace
