@@ -89,11 +89,20 @@ func checkRebuildUnderReaders(t *testing.T, r *testcontainers.RedisNamespace) {
 			}
 		}(i)
 	}
+	// The writer starts once Rebuild has begun on every shard (when the
+	// source is first called): a key added before that and not in the
+	// source is rightly dropped by the rebuild.
 	var addedN atomic.Int64
+	begun := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		wf := newFilter(t, r.NewClient(t), r.Namespace, name, opts)
+		select {
+		case <-begun:
+		case <-stop:
+			return
+		}
 		for _, k := range added {
 			select {
 			case <-stop:
@@ -108,26 +117,36 @@ func checkRebuildUnderReaders(t *testing.T, r *testcontainers.RedisNamespace) {
 		}
 	}()
 
-	// The source waits, after each batch, until the readers have run a few
-	// more rounds: readers are sure to query throughout the fill, however
-	// slow the machine.
+	// wait blocks until the readers have run target rounds and the writer
+	// has added wantAdded keys (or has added all it has).
+	wait := func(ctx context.Context, target, wantAdded int64) error {
+		wantAdded = min(wantAdded, int64(len(added)))
+		for rounds.Load() < target || addedN.Load() < wantAdded {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-errs:
+				return err
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return nil
+	}
+
+	// The source waits, after each batch, until every reader has run about
+	// one more round and the writer has added one more key: readers and
+	// writer are sure to work throughout the fill, however slow the machine.
 	source := append(append([]string{}, kept...), fresh...)
 	var batches int
 	src := func(ctx context.Context, add func([]string) error) error {
+		close(begun)
 		for i := 0; i < len(source); i += 1000 {
 			if err := add(source[i:min(i+1000, len(source))]); err != nil {
 				return err
 			}
 			batches++
-			target := rounds.Load() + readers
-			for rounds.Load() < target {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case err := <-errs:
-					return err
-				case <-time.After(time.Millisecond):
-				}
+			if err := wait(ctx, rounds.Load()+readers, addedN.Load()+1); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -136,10 +155,10 @@ func checkRebuildUnderReaders(t *testing.T, r *testcontainers.RedisNamespace) {
 	if err := f.Rebuild(ctx, src); err != nil {
 		t.Fatalf("Rebuild: %v", err)
 	}
-	during := rounds.Load() - start
+	during, addedDuring := rounds.Load()-start, addedN.Load()
 	// A few more rounds on the new generation.
-	for target := rounds.Load() + readers; rounds.Load() < target; {
-		time.Sleep(time.Millisecond)
+	if err := wait(ctx, rounds.Load()+readers, addedDuring+1); err != nil {
+		t.Fatalf("after the rebuild: %v", err)
 	}
 	close(stop)
 	wg.Wait()
@@ -147,9 +166,9 @@ func checkRebuildUnderReaders(t *testing.T, r *testcontainers.RedisNamespace) {
 	for err := range errs {
 		t.Fatalf("reader or writer: %v", err)
 	}
-	t.Logf("%d batches, %d reader rounds during the rebuild, %d keys added meanwhile", batches, during, addedN.Load())
-	if during < int64(batches*readers) {
-		t.Fatalf("only %d reader rounds during the rebuild", during)
+	t.Logf("%d batches, %d reader rounds and %d adds during the rebuild, %d adds in all", batches, during, addedDuring, addedN.Load())
+	if during < int64(batches*readers) || addedDuring < int64(batches) {
+		t.Fatalf("only %d reader rounds and %d adds during the rebuild", during, addedDuring)
 	}
 	if fn := falseN.Load(); fn != 0 {
 		t.Fatalf("%d false negatives during the rebuild", fn)
