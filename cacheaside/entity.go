@@ -124,7 +124,7 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 	for attempt := 0; ; attempt++ {
 		// A caller that joined a shared load too late to be covered by its
 		// validation starts over; the last attempt loads on its own.
-		v, err, retry := e.get(ctx, key, id, load, attempt < maxJoinAttempts)
+		v, retry, err := e.get(ctx, key, id, load, attempt < maxJoinAttempts)
 		if !retry {
 			return v, err
 		}
@@ -137,23 +137,23 @@ const maxJoinAttempts = 3
 
 // get is one attempt of Get; share says whether it may join (or start)
 // a load shared with other callers.
-func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (T, error, bool) {
+func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (T, bool, error) {
 	var zero T
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
 		v, err := e.loadDirect(ctx, id, load, nil)
-		return v, err, false
+		return v, false, err
 	}
 	b, err := e.c.client.Get(ctx, key).Bytes()
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
-			return zero, cerr, false
+			return zero, false, cerr
 		}
 		if failed {
 			e.ctr.inc(EventCacheError)
 			v, err := e.loadDirect(ctx, id, load, nil)
-			return v, err, false
+			return v, false, err
 		}
 		e.ctr.inc(EventMiss)
 		return e.miss(ctx, key, id, load, nil, share)
@@ -169,7 +169,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		if h.null {
 			if fresh {
 				e.ctr.inc(EventNullHit)
-				return zero, ErrNotFound, false
+				return zero, false, ErrNotFound
 			}
 			e.ctr.inc(EventMiss)
 			return e.miss(ctx, key, id, load, nil, share)
@@ -180,13 +180,13 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 			case fresh:
 				e.ctr.inc(EventHit)
 				if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
-					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), nil, false
+					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), false, nil
 				}
-				return v, nil, false
+				return v, false, nil
 			case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
 				e.ctr.inc(EventStaleServed)
 				e.refreshAsync(ctx, key, id, load, b[:headerLen])
-				return v, nil, false
+				return v, false, nil
 			}
 			e.ctr.inc(EventMiss)
 			return e.miss(ctx, key, id, load, &stale[T]{v: v, expiry: h.expiry}, share)
@@ -224,18 +224,18 @@ func (e *Entity[T]) corrupt(ctx context.Context, key string) {
 
 // miss handles a cache miss: the filter, then the strategy. retry reports
 // that the caller joined a shared load whose result it may not use.
-func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], share bool) (v T, err error, retry bool) {
+func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], share bool) (v T, retry bool, err error) {
 	var zero T
 	if e.p.Filter != nil {
 		ok, err := e.p.Filter.MightContain(ctx, id)
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return zero, ctx.Err(), false
+			return zero, false, ctx.Err()
 		case err != nil:
 			e.ctr.inc(EventCacheError)
 		case !ok:
 			e.ctr.inc(EventFiltered)
-			return zero, ErrNotFound, false
+			return zero, false, ErrNotFound
 		}
 	}
 	rebuild := e.loadAndStore
@@ -243,10 +243,10 @@ func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.
 		rebuild = e.leased
 	}
 	if e.p.Strategy == None || !share {
-		v, err, _ = rebuild(ctx, key, id, load, st, noMark)
-		return v, err, false
+		v, _, err = rebuild(ctx, key, id, load, st, noMark)
+		return v, false, err
 	}
-	return e.flight.do(ctx, id, func(ctx context.Context, mark func()) (T, error, outcome) {
+	return e.flight.do(ctx, id, func(ctx context.Context, mark func()) (T, outcome, error) {
 		return rebuild(ctx, key, id, load, st, mark)
 	})
 }

@@ -53,7 +53,7 @@ type flightCall[T any] struct {
 // retry = true to a caller that may not use the result (see outcome); the
 // caller should start over. fn must not panic (loaders are called through
 // callLoader, which recovers).
-func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Context, mark func()) (T, error, outcome)) (v T, err error, retry bool) {
+func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Context, mark func()) (T, outcome, error)) (v T, retry bool, err error) {
 	g.mu.Lock()
 	if g.calls == nil {
 		g.calls = make(map[string]*flightCall[T])
@@ -86,7 +86,7 @@ func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Cont
 		case validLeader:
 			retry = joined
 		}
-		return c.val, c.err, retry
+		return c.val, retry, c.err
 	case <-ctx.Done():
 		g.mu.Lock()
 		c.refs--
@@ -98,11 +98,11 @@ func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Cont
 		}
 		g.mu.Unlock()
 		var zero T
-		return zero, ctx.Err(), false
+		return zero, false, ctx.Err()
 	}
 }
 
-func (g *flight[T]) run(ctx context.Context, key string, c *flightCall[T], fn func(context.Context, func()) (T, error, outcome)) {
+func (g *flight[T]) run(ctx context.Context, key string, c *flightCall[T], fn func(context.Context, func()) (T, outcome, error)) {
 	defer func() {
 		g.mu.Lock()
 		if g.calls[key] == c {
@@ -112,7 +112,7 @@ func (g *flight[T]) run(ctx context.Context, key string, c *flightCall[T], fn fu
 		c.cancel()
 		close(c.done)
 	}()
-	c.val, c.err, c.out = fn(ctx, c.markFunc)
+	c.val, c.out, c.err = fn(ctx, c.markFunc)
 }
 
 // noMark is the mark of a load that nobody joins.

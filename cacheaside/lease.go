@@ -52,7 +52,7 @@ func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (lea
 // across all processes takes the lease and loads; the others wait for its
 // value-ready notification (or re-check every recheck), up to WaitTimeout.
 // In this process callers share one leased() through the flight group.
-func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, error, outcome) {
+func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	token := newToken()
 	deadline := time.NewTimer(e.p.WaitTimeout)
@@ -65,14 +65,14 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		if err != nil {
 			failed, cerr := e.c.redisErr(ctx, err)
 			if cerr != nil {
-				return zero, cerr, validAll
+				return zero, validAll, cerr
 			}
 			if failed {
 				e.ctr.inc(EventCacheError)
 			}
 			v, _, err := e.invoke(ctx, id, load)
 			v, err = e.result(v, err, st)
-			return v, err, validAll
+			return v, validAll, err
 		}
 		e.c.br.success()
 		switch r.status {
@@ -82,11 +82,11 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		case leaseNoop:
 			if h, payload, err := decodeEntry(r.entry); err == nil {
 				if h.null {
-					return zero, ErrNotFound, validMarked
+					return zero, validMarked, ErrNotFound
 				}
 				var v T
 				if err := e.c.codec.Unmarshal(payload, &v); err == nil {
-					return v, nil, validMarked
+					return v, validMarked, nil
 				}
 			}
 			e.corrupt(ctx, key)
@@ -111,13 +111,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		}
 		select {
 		case <-ctx.Done():
-			return zero, ctx.Err(), validAll
+			return zero, validAll, ctx.Err()
 		case <-deadline.C:
 			e.ctr.inc(EventLockTimeout)
 			if v, ok := e.serveStale(st); ok {
-				return v, nil, validAll
+				return v, validAll, nil
 			}
-			return zero, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout), validAll
+			return zero, validAll, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
 		case <-wake:
 		case <-tick.C:
 		}

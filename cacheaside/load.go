@@ -80,9 +80,9 @@ func (e *Entity[T]) loadDirect(ctx context.Context, id string, load func(context
 	if e.p.Strategy == None {
 		v, err = f(ctx)
 	} else {
-		v, err, _ = e.flight.do(ctx, id, func(ctx context.Context, _ func()) (T, error, outcome) {
+		v, _, err = e.flight.do(ctx, id, func(ctx context.Context, _ func()) (T, outcome, error) {
 			v, err := f(ctx)
-			return v, err, validAll
+			return v, validAll, err
 		})
 	}
 	return e.result(v, err, st)
@@ -106,20 +106,20 @@ func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
 
 // loadAndStore is a miss for None and SingleFlight: read the version,
 // load, store unless invalidated meanwhile.
-func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, error, outcome) {
+func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	ver, err := versionScript.Run(ctx, e.c.client, []string{key + ":ver"}, newToken(), e.verPX).Text()
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
-			return zero, cerr, validAll
+			return zero, validAll, cerr
 		}
 		if failed {
 			e.ctr.inc(EventCacheError)
 		}
 		v, _, err := e.invoke(ctx, id, load)
 		v, err = e.result(v, err, st)
-		return v, err, validAll
+		return v, validAll, err
 	}
 	e.c.br.success()
 	v, d, err := e.invoke(ctx, id, load)
@@ -129,7 +129,7 @@ func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(
 // finish stores a load's outcome (a value, or a "not found" when NullTTL
 // is set) under version ver, releasing the lease token if any, and returns
 // Get's result with the outcome for the callers sharing the load.
-func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d time.Duration, err error, st *stale[T], mark func()) (T, error, outcome) {
+func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d time.Duration, err error, st *stale[T], mark func()) (T, outcome, error) {
 	out := validAll
 	switch {
 	case err == nil:
@@ -150,7 +150,7 @@ func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d t
 		}
 	}
 	v, err = e.result(v, err, st)
-	return v, err, out
+	return v, out, err
 }
 
 // verify checks that id's version is still ver, for a load whose result
