@@ -290,7 +290,7 @@ func TestGenerator_Next_ordersUniqueIndexNeverFires(t *testing.T) {
 	e := newEnv(t)
 	g1 := e.gen(t, func(o *seqgen.Options) { o.Segment = 50 })
 	g2 := newGen(t, e.r.NewClient(t), e.pg.DB, e.opts(func(o *seqgen.Options) { o.Segment = 50 }))
-	const workers, each = 16, 40
+	const workers, each = 12, 30
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {

@@ -1,0 +1,153 @@
+package seqgen_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/seqgen"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestNew_rejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	r := testcontainers.Redis(t)
+	db := &gorm.DB{}
+	for name, o := range map[string]*seqgen.Options{
+		"namespace":     {Namespace: "a b"},
+		"width":         {Width: 16},
+		"negativeWidth": {Width: -1},
+		"overflow":      {Overflow: 7},
+		"layoutNoYear":  {DateLayout: "0102"},
+		"layoutMonth":   {DateLayout: "200601"},
+		"segment":       {Segment: -5},
+		"refillAt":      {RefillAt: 1.5},
+		"keyTTL":        {KeyTTL: time.Hour},
+		"leaseTTL":      {LeaseTTL: time.Microsecond},
+	} {
+		if _, err := seqgen.New(r.Client, db, o); !errors.Is(err, seqgen.ErrInvalid) {
+			t.Errorf("%s: New = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := seqgen.New(nil, db, nil); !errors.Is(err, seqgen.ErrInvalid) {
+		t.Errorf("nil client: %v", err)
+	}
+	if _, err := seqgen.New(r.Client, nil, nil); !errors.Is(err, seqgen.ErrInvalid) {
+		t.Errorf("nil db: %v", err)
+	}
+	if _, err := seqgen.New(r.Client, db, nil); err != nil {
+		t.Errorf("nil options: %v", err)
+	}
+}
+
+func TestGenerator_Next_badInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.gen(t, func(o *seqgen.Options) { o.Segment = 100 })
+	ctx := context.Background()
+	for name, biz := range map[string]string{"empty": "", "long": strings.Repeat("x", seqgen.MaxBiz+1)} {
+		if _, err := g.Next(ctx, biz); !errors.Is(err, seqgen.ErrInvalid) {
+			t.Errorf("%s biz: %v, want ErrInvalid", name, err)
+		}
+	}
+	for _, n := range []int{0, -1, 101} {
+		if _, err := g.NextN(ctx, "ORD", n); !errors.Is(err, seqgen.ErrInvalid) {
+			t.Errorf("NextN(%d): %v, want ErrInvalid", n, err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.Next(cancelled, "ORD"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled ctx: %v", err)
+	}
+	// A biz code with key syntax in it is escaped, not rejected, and stays
+	// apart from its look-alikes.
+	for _, biz := range []string{"A{B}", "A:B", "A B", "A%7BB%7D"} {
+		if got, want := mustNext(t, g, biz), biz+"2026112900001"; got != want {
+			t.Errorf("Next(%q) = %q, want %q", biz, got, want)
+		}
+	}
+}
+
+func TestGenerator_Next_panickingCallbacks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, edit := range map[string]func(*seqgen.Options){
+		"clock":  func(o *seqgen.Options) { o.Clock = func() time.Time { panic("clock") } },
+		"prefix": func(o *seqgen.Options) { o.Prefix = func(string) string { panic("prefix") } },
+		"seedFrom": func(o *seqgen.Options) {
+			o.SeedFrom = func(context.Context, *gorm.DB, string, seqgen.Day) (int64, error) { panic("seed") }
+		},
+	} {
+		g := e.gen(t, edit)
+		if _, err := g.Next(ctx, "P"+name); !errors.Is(err, seqgen.ErrPanic) {
+			t.Errorf("%s panics: %v, want ErrPanic", name, err)
+		}
+	}
+	// The lease of the failed seed was released: a sane generator goes on.
+	if got := mustNext(t, e.gen(t, nil), "PseedFrom"); got != "PseedFrom2026112900001" {
+		t.Errorf("after a failed seed: %q", got)
+	}
+	bad := e.gen(t, func(o *seqgen.Options) {
+		o.SeedFrom = func(context.Context, *gorm.DB, string, seqgen.Day) (int64, error) { return -3, nil }
+	})
+	if _, err := bad.Next(ctx, "NEG"); !errors.Is(err, seqgen.ErrInvalid) {
+		t.Errorf("negative seed: %v, want ErrInvalid", err)
+	}
+}
+
+func TestGenerator_Next_deadBackends(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = dead.Close() })
+	g := newGen(t, dead, e.pg.DB, e.opts(nil))
+	if _, err := g.Next(ctx, "ORD"); err == nil || ctx.Err() != nil {
+		t.Fatalf("dead Redis: %v (ctx %v), want a prompt error", err, ctx.Err())
+	}
+
+	pg := testcontainers.Postgres(t)
+	sqlDB, err := pg.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sqlDB.Close()
+	g = newGen(t, e.r.Client, pg.DB, e.opts(nil))
+	if _, err := g.Next(ctx, "ORD"); err == nil || ctx.Err() != nil {
+		t.Fatalf("dead DB: %v, want a prompt error", err)
+	}
+	// The lease went back: with a live DB the next caller seeds at once.
+	if got := mustNext(t, e.gen(t, nil), "ORD"); got != "ORD2026112900001" {
+		t.Fatalf("after the DB failure: %q", got)
+	}
+}
+
+func TestGenerator_Close(t *testing.T) {
+	// Not parallel: goleak looks at every goroutine of the binary.
+	e := newEnv(t)
+	ignore := goleak.IgnoreCurrent()
+	g, err := seqgen.New(e.r.Client, e.pg.DB, e.opts(func(o *seqgen.Options) { o.Segment = 10 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 25; i++ { // crosses the refill threshold more than once
+		mustNext(t, g, "ORD")
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Next(context.Background(), "ORD"); !errors.Is(err, seqgen.ErrClosed) {
+		t.Fatalf("Next after Close: %v, want ErrClosed", err)
+	}
+	goleak.VerifyNone(t, ignore)
+}
