@@ -1,0 +1,134 @@
+package configstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/asidekit/asidekit/repo/configstore"
+	"github.com/asidekit/asidekit/schema"
+)
+
+// exampleBackends connects to the Redis at $ASIDEKIT_REDIS_ADDR and opens an
+// in-memory SQLite database with the asidekit tables, and returns options
+// with a namespace of their own and a cleanup function.
+func exampleBackends() (redis.UniversalClient, *gorm.DB, *configstore.Options, func()) {
+	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		panic(err)
+	}
+	sqlDB, _ := db.DB()
+	sqlDB.SetMaxOpenConns(1) // one connection: one in-memory database
+	if err := schema.Migrate(db); err != nil {
+		panic(err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	opts := &configstore.Options{Namespace: "example-" + hex.EncodeToString(b[:])}
+	return rdb, db, opts, func() {
+		s, _ := configstore.New(rdb, db, opts)
+		rdb.Del(context.Background(), s.Key(), s.Key()+":lock")
+		_ = rdb.Close()
+		_ = sqlDB.Close()
+	}
+}
+
+func Example() {
+	rdb, db, opts, cleanup := exampleBackends()
+	defer cleanup()
+	ctx := context.Background()
+
+	store, err := configstore.New(rdb, db, opts)
+	if err != nil {
+		panic(err)
+	}
+	if err := store.SetMany(ctx, map[string]string{"checkout.enabled": "true", "banner": "Welcome"}); err != nil {
+		panic(err)
+	}
+	if err := store.Delete(ctx, "banner"); err != nil {
+		panic(err)
+	}
+	v, err := store.Get(ctx, "checkout.enabled")
+	fmt.Println(v, err)
+	_, err = store.Get(ctx, "banner")
+	fmt.Println(err)
+	// Output:
+	// true <nil>
+	// configstore: key not found
+}
+
+func ExampleStore_Watch() {
+	rdb, db, opts, cleanup := exampleBackends()
+	defer cleanup()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	store, err := configstore.New(rdb, db, opts)
+	if err != nil {
+		panic(err)
+	}
+	// Keep a local copy: Watch starts with the whole hash, then streams
+	// every change; Local.Apply keeps the newest version of each key.
+	var local configstore.Local
+	changes, err := store.Watch(ctx)
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		for c := range changes {
+			local.Apply(c)
+		}
+	}()
+
+	if err := store.Set(ctx, "max_upload_mb", "25"); err != nil {
+		panic(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if v, ok := local.Get("max_upload_mb"); ok {
+			fmt.Println("local copy:", v)
+			break
+		}
+	}
+	// Output:
+	// local copy: 25
+}
+
+func ExampleStore_Reconcile() {
+	rdb, db, opts, cleanup := exampleBackends()
+	defer cleanup()
+	ctx := context.Background()
+
+	store, err := configstore.New(rdb, db, opts)
+	if err != nil {
+		panic(err)
+	}
+	if err := store.SetMany(ctx, map[string]string{"a": "1", "b": "2"}); err != nil {
+		panic(err)
+	}
+	// Someone edits the mirror by hand.
+	rdb.HSet(ctx, store.Key(), "a", "1:edited in redis", "c", "1:never in the table")
+
+	report, err := store.Reconcile(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("fixed %d: stale %v, extra %v\n", report.Fixes(), report.Stale, report.Extra)
+	all, _ := store.All(ctx)
+	fmt.Println(all)
+	// Output:
+	// fixed 2: stale [a], extra [c]
+	// map[a:1 b:2]
+}
