@@ -260,3 +260,33 @@ func TestRedlock_badInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRedlock_AutoRefresh_oneNodeDown(t *testing.T) {
+	servers, clients := redlockNodes(t, 3)
+	rl := lock.NewRedlock(clients, &lock.RedlockOptions{NodeTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+
+	const ttl = time.Second
+	lk := mustObtain(t, rl, "r", ttl)
+	work, stop := lk.AutoRefresh(ctx)
+	defer stop()
+	servers[2].Stop()
+	time.Sleep(3 * ttl)
+	if err := work.Err(); err != nil {
+		t.Fatalf("watchdog context ended with one node down: %v", context.Cause(work))
+	}
+	if d, err := lk.TTL(ctx); err != nil || d <= 0 {
+		t.Fatalf("TTL after 3 ttls = %v, %v", d, err)
+	}
+	// Two nodes down: refreshes cannot reach a quorum, and the watchdog
+	// reports the lock lost once its ttl has run out.
+	servers[1].Stop()
+	select {
+	case <-work.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("watchdog still running without a quorum")
+	}
+	if cause := context.Cause(work); !isNotHeld(cause) {
+		t.Fatalf("cause = %v, want ErrLockNotHeld", cause)
+	}
+}

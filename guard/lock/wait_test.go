@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/asidekit/asidekit/guard/lock"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -161,4 +163,45 @@ func TestLocker_Obtain_wakesOneWaiterPerRelease(t *testing.T) {
 		t.Errorf("Stats = %+v, want at most %d wake-ups, all by notification", s, waiters)
 	}
 	t.Logf("stats: %+v", s)
+}
+
+func TestLocker_Obtain_resubscribeWakesWaiters(t *testing.T) {
+	srv := testcontainers.NewRedisServer(t)
+	newClient := func() *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	a := lock.New(newClient(), nil)
+	defer a.Close()
+	b := lock.New(newClient(), nil)
+	defer b.Close()
+	ctx := context.Background()
+
+	mustObtain(t, a, "r", 10*time.Minute)
+	got := make(chan error, 1)
+	go func() {
+		lk, err := b.Obtain(ctx, "r", time.Minute, &lock.ObtainOptions{WaitTimeout: 5 * time.Minute})
+		if err == nil {
+			err = lk.Release(ctx)
+		}
+		got <- err
+	}()
+	waitFor(t, "the waiter's subscription", func() bool {
+		s := b.Stats()
+		return s.Waits == 1 && s.Subscriptions == 1
+	})
+	// The server restarts empty: the lock is gone, and no release was
+	// announced. The waiter's timer is the holder's 10-minute ttl; the
+	// resubscription must wake it instead.
+	srv.Stop()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stats(); s.Subscriptions < 2 || s.WakeupsTimer != 0 || s.WakeupsNotified == 0 {
+		t.Errorf("Stats = %+v, want a resubscription that woke the waiter", s)
+	}
 }
