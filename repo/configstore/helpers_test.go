@@ -26,7 +26,7 @@ type backends struct {
 	r  *testcontainers.RedisNamespace
 }
 
-func newBackends(t *testing.T) backends {
+func newBackends(t testing.TB) backends {
 	t.Helper()
 	pg := testcontainers.Postgres(t)
 	if err := schema.Migrate(pg.DB); err != nil {
@@ -37,7 +37,7 @@ func newBackends(t *testing.T) backends {
 
 // store returns a Store on client and db in the test's namespace; opts may
 // be nil.
-func (b backends) store(t *testing.T, client redis.UniversalClient, db *gorm.DB, opts *configstore.Options) *configstore.Store {
+func (b backends) store(t testing.TB, client redis.UniversalClient, db *gorm.DB, opts *configstore.Options) *configstore.Store {
 	t.Helper()
 	o := configstore.Options{}
 	if opts != nil {
@@ -121,7 +121,7 @@ func hashState(t *testing.T, c redis.UniversalClient, key string) map[string]str
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	t.Cleanup(cancel)
