@@ -1,0 +1,70 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// hotID is the breakdown scenario's hot key.
+const hotID = 1
+
+// RunBreakdown caches one hot key with a lifetime of p.TTL and reads it
+// from p.Instances × p.Goroutines goroutines for p.Duration, while every DB
+// query takes at least p.LoadDelay. The DB loads of the run fall into
+// bursts, one per expiry (loads less than TTL/2 apart belong to one
+// burst); rows report db_loads, expiries (the bursts),
+// db_loads_per_expiry, errors and p50/p99/max latency.
+func RunBreakdown(ctx context.Context, env *Env, p BreakdownParams, variants []Variant) (Result, error) {
+	res := Result{Scenario: "breakdown", Backend: env.Backend, Params: paramsMap(p)}
+	if err := env.ensureUsers(ctx, hotID); err != nil {
+		return res, err
+	}
+	for _, v := range variants {
+		row, err := runBreakdownVariant(ctx, env, p, v)
+		if err != nil {
+			return res, fmt.Errorf("breakdown: %s: %w", v.Name, err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("every DB query made to take %v (a GORM callback), standing for the hot key's rebuild cost", p.LoadDelay))
+	return res, nil
+}
+
+func runBreakdownVariant(ctx context.Context, env *Env, p BreakdownParams, v Variant) (Row, error) {
+	row := Row{Variant: v.Name, Notes: v.Notes}
+	subs, cleanup, err := env.instances(v, "", "breakdown", p.Instances, p.TTL, nil, nil)
+	if err != nil {
+		return row, err
+	}
+	defer cleanup()
+	env.dbc.delay.Store(int64(p.LoadDelay))
+	defer env.dbc.delay.Store(0)
+	if _, err := subs[0].Get(ctx, hotID); err != nil {
+		return row, fmt.Errorf("warm-up: %w", err)
+	}
+	rec := &recorder{}
+	env.dbc.rec.Store(rec)
+	before := env.Counts()
+	t0 := time.Now()
+	stop := env.trackTime("breakdown "+v.Name, p.Duration)
+	o := drive(ctx, subs, p.Load, until(t0.Add(p.Duration), func(int) int64 { return hotID }), nil)
+	stop()
+	env.dbc.rec.Store(nil)
+	after := env.Counts()
+	if err := ctx.Err(); err != nil {
+		return row, err
+	}
+	loads := after.DBStatements - before.DBStatements
+	exp := episodes(rec.snapshot(), p.TTL/2)
+	row.Set(MetricDBLoads, float64(loads))
+	row.Set(MetricExpiries, float64(exp))
+	perExpiry := 0.0
+	if exp > 0 {
+		perExpiry = float64(loads) / float64(exp)
+	}
+	row.Set(MetricDBLoadsPerExpiry, perExpiry)
+	o.fill(&row)
+	row.Set(MetricRedisRoundTrips, float64(after.RedisRoundTrips-before.RedisRoundTrips))
+	return row, nil
+}

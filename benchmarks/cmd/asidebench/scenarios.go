@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/asidekit/asidekit/benchmarks"
+)
+
+// params returns the sizes for o: quick or default, with -instances and
+// -goroutines applied to every scenario.
+func (o *options) params() benchmarks.Params {
+	p := benchmarks.DefaultParams()
+	if o.quick {
+		p = benchmarks.QuickParams()
+	}
+	for _, l := range []*benchmarks.Load{&p.Penetration.Load, &p.Avalanche.Load, &p.Breakdown.Load, &p.Seqgen.Load} {
+		if o.instances > 0 {
+			l.Instances = o.instances
+		}
+		if o.goroutines > 0 {
+			l.Goroutines = o.goroutines
+		}
+	}
+	return p
+}
+
+// runScenarios runs each scenario, prints its table, then writes the JSON
+// file and the report. It returns the exit status.
+func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
+	p := o.params()
+	fmt.Fprintf(stdout, "asidebench: backend %s, namespace %s\n", env.Backend, env.Namespace)
+	if env.Embedded() {
+		fmt.Fprintln(stdout, "asidebench: embedded backend: counts are faithful, latencies are not representative")
+	}
+	fmt.Fprintln(stdout)
+	var results []benchmarks.Result
+	start := time.Now()
+	for _, s := range scenarios {
+		if prog != nil {
+			prog.begin()
+		}
+		res, err := runOne(ctx, env, p, s)
+		if prog != nil {
+			prog.end()
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "asidebench: %s: %v\n", s, err)
+			return 1
+		}
+		results = append(results, res)
+		if err := benchmarks.WriteTable(stdout, res); err != nil {
+			fmt.Fprintln(stderr, "asidebench:", err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stdout, "asidebench: %d scenario(s) in %v\n", len(results), time.Since(start).Round(100*time.Millisecond))
+	if o.jsonFile != "" {
+		if err := writeJSONFile(o.jsonFile, results); err != nil {
+			fmt.Fprintln(stderr, "asidebench:", err)
+			return 1
+		}
+	}
+	if o.outDir != "" {
+		if err := benchmarks.WriteReport(o.outDir, results, commandLine(args)); err != nil {
+			fmt.Fprintln(stderr, "asidebench: report:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "asidebench: report written to %s\n", o.outDir+string(os.PathSeparator)+"report.md")
+	}
+	return 0
+}
+
+func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s string) (benchmarks.Result, error) {
+	switch s {
+	case "hit":
+		return benchmarks.RunHit(ctx, env, p.Hit, benchmarks.HitVariants())
+	case "penetration":
+		return benchmarks.RunPenetration(ctx, env, p.Penetration, benchmarks.PenetrationVariants(p.Penetration))
+	case "avalanche":
+		return benchmarks.RunAvalanche(ctx, env, p.Avalanche, benchmarks.AvalancheVariants(p.Avalanche))
+	case "breakdown":
+		return benchmarks.RunBreakdown(ctx, env, p.Breakdown, benchmarks.BreakdownVariants(p.Breakdown))
+	case "seqgen":
+		return benchmarks.RunSeqgen(ctx, env, p.Seqgen)
+	}
+	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
+}
+
+func writeJSONFile(name string, results []benchmarks.Result) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := benchmarks.WriteJSON(f, results); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// commandLine quotes the command for the report, without a DSN's secrets.
+func commandLine(args []string) string {
+	out := []string{"go run ./benchmarks/cmd/asidebench"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-postgres" || a == "--postgres":
+			out = append(out, a, "'<dsn>'")
+			i++
+		case strings.HasPrefix(a, "-postgres=") || strings.HasPrefix(a, "--postgres="):
+			out = append(out, "-postgres='<dsn>'")
+		default:
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, " ")
+}

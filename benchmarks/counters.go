@@ -1,0 +1,152 @@
+package benchmarks
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+)
+
+// dbCounter counts SQL statements through GORM callbacks registered on
+// every processor (create, query, update, delete, row, raw).
+type dbCounter struct {
+	statements  atomic.Int64
+	inflight    atomic.Int64
+	maxInflight atomic.Int64
+	// delay, when > 0, is slept before every query: a stand-in for a
+	// heavier read than a primary-key lookup (nanoseconds).
+	delay atomic.Int64
+	rec   atomic.Pointer[recorder]
+}
+
+// recorder keeps the start time of each statement while a run records.
+type recorder struct {
+	mu    sync.Mutex // guards times
+	times []time.Time
+}
+
+func (r *recorder) add(t time.Time) {
+	r.mu.Lock()
+	r.times = append(r.times, t)
+	r.mu.Unlock()
+}
+
+func (r *recorder) snapshot() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times...)
+}
+
+const (
+	cbBefore = "asidebench:before"
+	cbAfter  = "asidebench:after"
+)
+
+// register installs the counting callbacks on db.
+func (c *dbCounter) register(db *gorm.DB) error {
+	cb := db.Callback()
+	type hook interface {
+		Register(string, func(*gorm.DB)) error
+	}
+	pairs := []struct {
+		before, after hook
+		slow          bool
+	}{
+		{cb.Create().Before("gorm:create"), cb.Create().After("gorm:create"), false},
+		{cb.Query().Before("gorm:query"), cb.Query().After("gorm:query"), true},
+		{cb.Update().Before("gorm:update"), cb.Update().After("gorm:update"), false},
+		{cb.Delete().Before("gorm:delete"), cb.Delete().After("gorm:delete"), false},
+		{cb.Row().Before("gorm:row"), cb.Row().After("gorm:row"), false},
+		{cb.Raw().Before("gorm:raw"), cb.Raw().After("gorm:raw"), false},
+	}
+	for _, p := range pairs {
+		before := c.before
+		if p.slow {
+			before = c.beforeQuery
+		}
+		if err := p.before.Register(cbBefore, before); err != nil {
+			return err
+		}
+		if err := p.after.Register(cbAfter, c.after); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *dbCounter) before(db *gorm.DB) {
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	c.statements.Add(1)
+	if r := c.rec.Load(); r != nil {
+		r.add(time.Now())
+	}
+	n := c.inflight.Add(1)
+	for {
+		m := c.maxInflight.Load()
+		if n <= m || c.maxInflight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	db.InstanceSet(cbBefore, true)
+}
+
+// beforeQuery counts a query and, when a delay is set, sleeps it: the
+// delay stands for a heavier read than a primary-key lookup.
+func (c *dbCounter) beforeQuery(db *gorm.DB) {
+	c.before(db)
+	if d := time.Duration(c.delay.Load()); d > 0 && db.Error == nil {
+		sleepCtx(db.Statement.Context, d)
+	}
+}
+
+func (c *dbCounter) after(db *gorm.DB) {
+	if _, ok := db.InstanceGet(cbBefore); ok {
+		c.inflight.Add(-1)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// redisCounter is a go-redis hook counting round trips: one per command
+// sent on its own, one per pipeline.
+type redisCounter struct {
+	roundTrips atomic.Int64
+}
+
+func (c *redisCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *redisCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.roundTrips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *redisCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.roundTrips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+var _ redis.Hook = (*redisCounter)(nil)
+
+// dialer is the net.Dialer every client uses: short timeouts so that a dead
+// server is reported at once instead of after a stack of retries.
+var dialer = &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}

@@ -1,0 +1,174 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asidekit/asidekit/seqgen"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// seqVariant issues serials: next returns the ids of one call.
+type seqVariant struct {
+	name, notes string
+	// open returns instance i's issuing function and its cleanup.
+	open func(i int) (next func(ctx context.Context) ([]string, error), closeFn func(), err error)
+	// midway, if set, runs once when half of the ids are issued.
+	midway func(ctx context.Context) error
+}
+
+// RunSeqgen issues p.Ops serials per variant from p.Instances ×
+// p.Goroutines goroutines: seqgen's Next (one Generator per process),
+// NextN in batches of p.Batch, Next with the Redis keys deleted halfway
+// (the generators re-seed from the DB mark), and the database's own
+// sequence (nextval on PostgreSQL, an UPDATE … RETURNING counter row on
+// SQLite). Rows report ids_per_sec, duplicates, requests, errors,
+// latencies, db_loads and redis_round_trips.
+func RunSeqgen(ctx context.Context, env *Env, p SeqgenParams) (Result, error) {
+	p.Ops = max(p.Ops, 1)
+	p.Batch = max(p.Batch, 1)
+	res := Result{Scenario: "seqgen", Backend: env.Backend, Params: paramsMap(p)}
+	gen := func(ns, biz string, batch int) func(i int) (func(context.Context) ([]string, error), func(), error) {
+		return func(int) (func(context.Context) ([]string, error), func(), error) {
+			g, err := seqgen.New(env.NewClient(), env.DB, &seqgen.Options{Namespace: ns, Width: 9})
+			if err != nil {
+				return nil, nil, err
+			}
+			next := func(ctx context.Context) ([]string, error) {
+				s, err := g.Next(ctx, biz)
+				return []string{s}, err
+			}
+			if batch > 1 {
+				next = func(ctx context.Context) ([]string, error) { return g.NextN(ctx, biz, batch) }
+			}
+			return next, func() { _ = g.Close() }, nil
+		}
+	}
+	lostNS := env.Sub("seqgen_keys_lost")
+	variants := []seqVariant{
+		{name: "seqgen", notes: "Generator.Next: one Redis round trip, DB segments reserved ahead", open: gen(env.Sub("seqgen"), "ORD", 1)},
+		{name: "seqgen_nextn", notes: fmt.Sprintf("Generator.NextN(%d)", p.Batch), open: gen(env.Sub("seqgen_nextn"), "ORDN", p.Batch)},
+		{name: "seqgen_keys_lost", notes: "Next, with the Redis keys deleted halfway: re-seeded from the DB mark", open: gen(lostNS, "ORDK", 1),
+			midway: func(ctx context.Context) error { return testcontainers.DeleteNamespace(ctx, env.admin, lostNS) }},
+		{name: "nextval", notes: "the database's own sequence, one statement per id", open: env.dbSequence},
+	}
+	for _, v := range variants {
+		row, err := runSeqVariant(ctx, env, p, v)
+		if err != nil {
+			return res, fmt.Errorf("seqgen: %s: %w", v.name, err)
+		}
+		res.Rows = append(res.Rows, row)
+	}
+	return res, nil
+}
+
+func runSeqVariant(ctx context.Context, env *Env, p SeqgenParams, v seqVariant) (Row, error) {
+	row := Row{Variant: v.name, Notes: v.notes}
+	l := p.Load.norm()
+	nexts := make([]func(context.Context) ([]string, error), l.Instances)
+	for i := range nexts {
+		next, closeFn, err := v.open(i)
+		if err != nil {
+			return row, err
+		}
+		defer closeFn()
+		nexts[i] = next
+	}
+	workers := l.Instances * l.Goroutines
+	got := make([][]string, workers)
+	lat := newLatencies(workers)
+	var issued, calls, errs atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var once sync.Once
+	var midErr error
+	tr := env.track("seqgen "+v.name, int64(p.Ops))
+	before := env.Counts()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		next := nexts[w/l.Goroutines]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && issued.Load() < int64(p.Ops) {
+				if v.midway != nil && issued.Load() >= int64(p.Ops/2) {
+					once.Do(func() { midErr = v.midway(ctx) })
+				}
+				t := time.Now()
+				ids, err := next(ctx)
+				lat.add(w, time.Since(t))
+				calls.Add(1)
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, &err)
+					continue
+				}
+				got[w] = append(got[w], ids...)
+				issued.Add(int64(len(ids)))
+				tr.Add(int64(len(ids)))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	after := env.Counts()
+	tr.Done()
+	if err := ctx.Err(); err != nil {
+		return row, err
+	}
+	if midErr != nil {
+		return row, midErr
+	}
+	seen := make(map[string]struct{}, issued.Load())
+	dups := 0
+	for _, ids := range got {
+		for _, id := range ids {
+			if _, ok := seen[id]; ok {
+				dups++
+			}
+			seen[id] = struct{}{}
+		}
+	}
+	row.Set("ids", float64(issued.Load()))
+	row.Set(MetricIDsPerSec, float64(issued.Load())/elapsed.Seconds())
+	row.Set(MetricDuplicates, float64(dups))
+	row.Set(MetricRequests, float64(calls.Load()))
+	row.Set(MetricErrors, float64(errs.Load()))
+	setLatency(&row, lat)
+	row.Set(MetricDBLoads, float64(after.DBStatements-before.DBStatements))
+	row.Set(MetricRedisRoundTrips, float64(after.RedisRoundTrips-before.RedisRoundTrips))
+	if e := firstErr.Load(); e != nil {
+		row.Notes += fmt.Sprintf(" (first error: %v)", *e)
+	}
+	return row, nil
+}
+
+// dbSequence opens the nextval baseline: a PostgreSQL sequence, or on
+// SQLite a one-row counter table bumped with UPDATE … RETURNING.
+func (e *Env) dbSequence(int) (func(context.Context) ([]string, error), func(), error) {
+	if e.EmbeddedDB {
+		if err := e.DB.Exec("CREATE TABLE IF NOT EXISTS asidebench_seq (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)").Error; err != nil {
+			return nil, nil, err
+		}
+		if err := e.DB.Exec("INSERT OR IGNORE INTO asidebench_seq (id, v) VALUES (1, 0)").Error; err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context) ([]string, error) {
+			var v int64
+			err := e.DB.WithContext(ctx).Raw("UPDATE asidebench_seq SET v = v + 1 WHERE id = 1 RETURNING v").Scan(&v).Error
+			return []string{strconv.FormatInt(v, 10)}, err
+		}, func() {}, nil
+	}
+	if err := e.DB.Exec("CREATE SEQUENCE IF NOT EXISTS asidebench_seq").Error; err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context) ([]string, error) {
+		var v int64
+		err := e.DB.WithContext(ctx).Raw("SELECT nextval('asidebench_seq')").Scan(&v).Error
+		return []string{strconv.FormatInt(v, 10)}, err
+	}, func() {}, nil
+}
