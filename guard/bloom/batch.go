@@ -14,8 +14,10 @@ const (
 	// that is one round trip (one per node on a Cluster). It bounds memory
 	// for huge batches.
 	windowSize = 8192
-	// callSize is the most elements one script call carries.
-	callSize = 512
+	// callSize is the most elements one script call carries: 128·k bit
+	// operations, well under a millisecond of server time, so that a big
+	// batch never blocks Redis for long.
+	callSize = 128
 	// pipeCalls is the most per-shard script calls (begin, switch, stats…)
 	// sent in one pipeline.
 	pipeCalls = 256

@@ -68,6 +68,7 @@
 // same way; a Rebuild from the database repairs both. Every process must
 // open a filter with the same Options: the sizing is stored in each shard's
 // meta, and a Filter with other sizing gets ErrLayoutMismatch instead of
-// wrong answers. To resize, open a new name and Rebuild it, or Delete and
-// Rebuild.
+// wrong answers. To resize, open a Filter under a new name, Rebuild it
+// from the database, move readers and writers to it, then Delete the old
+// one (deleting first would answer "absent" for everything meanwhile).
 package bloom

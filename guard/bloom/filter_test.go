@@ -44,10 +44,12 @@ func checkFalsePositives(t *testing.T, r *testcontainers.RedisNamespace, shards 
 }
 
 func TestFilter_falsePositiveRate(t *testing.T) {
+	t.Parallel() // heavy: overlaps its round trips with the other tests
 	checkFalsePositives(t, testcontainers.Redis(t), 0)
 }
 
 func TestFilter_falsePositiveRate_cluster(t *testing.T) {
+	t.Parallel() // heavy: overlaps its round trips with the other tests
 	r := testcontainers.RedisCluster(t)
 	const shards = 8
 	checkFalsePositives(t, r, shards)

@@ -14,6 +14,7 @@ import (
 // runs every script: add, query, rebuild (begin, fill, switch, abort),
 // stats, and the layout check.
 func TestFilter_miniredis(t *testing.T) {
+	t.Parallel() // heavy: overlaps its round trips with the other tests
 	mr := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()

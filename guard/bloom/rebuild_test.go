@@ -206,10 +206,12 @@ func checkRebuildUnderReaders(t *testing.T, r *testcontainers.RedisNamespace) {
 }
 
 func TestFilter_Rebuild_concurrentReaders(t *testing.T) {
+	t.Parallel() // heavy: overlaps its round trips with the other tests
 	checkRebuildUnderReaders(t, testcontainers.Redis(t))
 }
 
 func TestFilter_Rebuild_concurrentReaders_cluster(t *testing.T) {
+	t.Parallel() // heavy: overlaps its round trips with the other tests
 	checkRebuildUnderReaders(t, testcontainers.RedisCluster(t))
 }
 
