@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,11 +75,8 @@ func (n *notifier) unregister(name string, w *waiter, passOn bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ws := n.waiters[name]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
+	if i := slices.Index(ws, w); i >= 0 {
+		ws = slices.Delete(ws, i, i+1)
 	}
 	if len(ws) == 0 {
 		delete(n.waiters, name)
