@@ -110,8 +110,12 @@ func TestFilter_keys(t *testing.T) {
 	if err := f.AddMany(ctx, keyset("k", 50)); err != nil {
 		t.Fatal(err)
 	}
-	found, err := r.Client.Keys(ctx, r.Namespace+":*").Result()
-	if err != nil {
+	var found []string
+	iter := r.Client.Scan(ctx, 0, r.Namespace+":*", 100).Iterator()
+	for iter.Next(ctx) {
+		found = append(found, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
