@@ -30,7 +30,9 @@ type notifier struct {
 	ps      *redis.PubSub        // guarded by mu; nil until started
 	closed  bool                 // guarded by mu
 	stop    chan struct{}        // closed by close
-	done    chan struct{}        // closed when run returns
+	ctx     context.Context      // the subscription's I/O; cancelled by close
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run returns
 }
 
 // waiter is one waiting Obtain call. A notification is a value in ch,
@@ -41,7 +43,10 @@ type waiter struct {
 }
 
 func newNotifier(client redis.UniversalClient, channel string, stats *counters, lo, hi time.Duration) *notifier {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
+		ctx:     ctx,
+		cancel:  cancel,
 		client:  client,
 		channel: channel,
 		stats:   stats,
@@ -151,7 +156,7 @@ func (n *notifier) startLocked() {
 		return
 	}
 	// Subscribe with no channel does no I/O; run subscribes.
-	n.ps = n.client.Subscribe(context.Background())
+	n.ps = n.client.Subscribe(n.ctx)
 	go n.run(n.ps)
 }
 
@@ -173,7 +178,7 @@ func (n *notifier) setLive(up bool) {
 
 func (n *notifier) run(ps *redis.PubSub) {
 	defer close(n.done)
-	ctx := context.Background()
+	ctx := n.ctx
 	// A failed SUBSCRIBE is retried by the PubSub itself: it remembers the
 	// channel and subscribes again on each new connection.
 	_ = ps.Subscribe(ctx, n.channel)
@@ -242,11 +247,11 @@ func (n *notifier) renew(ps *redis.PubSub) *redis.PubSub {
 		n.mu.Unlock()
 		return nil
 	}
-	ps = n.client.Subscribe(context.Background())
+	ps = n.client.Subscribe(n.ctx)
 	n.ps = ps
 	n.mu.Unlock()
 	// If close runs now, it closes the new PubSub, and run sees stop.
-	_ = ps.Subscribe(context.Background(), n.channel)
+	_ = ps.Subscribe(n.ctx, n.channel)
 	return ps
 }
 
@@ -260,6 +265,7 @@ func (n *notifier) close() {
 	}
 	n.closed = true
 	close(n.stop)
+	n.cancel() // ends a dial in progress
 	ps := n.ps
 	n.mu.Unlock()
 	if ps != nil {
