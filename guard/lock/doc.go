@@ -36,7 +36,10 @@
 // release announcement. A waiter also sleeps on a timer: the holder's
 // remaining ttl plus one backoff while the subscription is live (a lost
 // announcement, or a holder that crashed, costs at most that), one backoff
-// while it is not. Stats counts both kinds of wake-up.
+// while it is not. When the subscription comes back after an outage, one
+// waiter of each lock looks again at once. Stats counts both kinds of
+// wake-up. Every release publishes, waiters or not; on a Cluster a
+// PUBLISH reaches every node.
 //
 // # Operations
 //

@@ -56,7 +56,9 @@ type RedlockOptions struct {
 
 	// NodeTimeout bounds each node's reply in a round, so that a node
 	// that hangs costs little of the validity time. Default ttl/10, at
-	// least 50ms.
+	// least 50ms. Give the nodes' clients MaxRetries -1 and DialerRetries
+	// 1, so that a node that is down fails at once instead of retrying
+	// through the timeout.
 	NodeTimeout time.Duration
 }
 
