@@ -151,3 +151,37 @@ func TestGenerator_Close(t *testing.T) {
 	}
 	goleak.VerifyNone(t, ignore)
 }
+
+func TestGenerator_Next_backgroundErrorReported(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	errs := make(chan error, 4)
+	g := e.gen(t, func(o *seqgen.Options) {
+		o.Segment = 10
+		o.OnBackgroundError = func(biz string, err error) { errs <- err }
+	})
+	mustNext(t, g, "ORD") // seeds (0, 10]
+	sqlDB, err := e.pg.DB.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sqlDB.Close()
+	for i := 2; i <= 8; i++ { // 8 crosses 80 %: the refill runs, and fails
+		mustNext(t, g, "ORD")
+	}
+	select {
+	case err := <-errs:
+		if err == nil {
+			t.Fatal("nil error reported")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the failed background refill was not reported")
+	}
+	// The segment's last numbers are still served; past the mark the
+	// caller gets the DB error itself.
+	mustNext(t, g, "ORD")
+	mustNext(t, g, "ORD")
+	if s, err := g.Next(context.Background(), "ORD"); err == nil {
+		t.Fatalf("Next past the mark with a dead DB = %q, want an error", s)
+	}
+}

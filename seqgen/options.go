@@ -81,6 +81,12 @@ type Options struct {
 	// time.Now.
 	Clock func() time.Time
 
+	// OnBackgroundError, if set, receives the errors of background refills
+	// (a DB or Redis failure while reserving ahead). Default nil: they are
+	// dropped, and the first caller to reach the mark reserves itself and
+	// gets the error. It must not block.
+	OnBackgroundError func(biz string, err error)
+
 	// SeedFrom, if set, gives the starting point of a (biz, day) that has no
 	// mark in the DB yet, e.g. MaxSerial. Default nil: a new day starts at 1.
 	SeedFrom SeedFunc

@@ -38,6 +38,9 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 	// installed twice.
 	err = installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Err()
 	if err != nil {
+		// The script may or may not have run; either way the lease, if
+		// still ours, should not make others wait for LeaseTTL.
+		g.release(ctx, k, token)
 		return fmt.Errorf("seqgen: install segment (%d, %d] of %q %s: %w", lo, hi, biz, day.Key, err)
 	}
 	return nil
@@ -48,20 +51,26 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 // It is bounded by LeaseTTL and cancelled by Close.
 func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, last int64) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return // the lease expires by itself
+	closed := g.closed
+	if !closed {
+		g.wg.Add(1) // under mu, so that Close's Wait cannot miss it
 	}
-	g.wg.Add(1)
+	g.mu.Unlock()
+	if closed {
+		g.release(context.Background(), k, token)
+		return
+	}
 	go func() {
 		defer g.wg.Done()
-		// A panic here would kill the process; none is expected (SeedFrom's
-		// are already errors), so this is a last resort that leaves the
-		// lease to expire.
+		// A panic on this goroutine would kill the process: SeedFrom's are
+		// already errors, and one of OnBackgroundError is dropped here.
 		defer func() { _ = recover() }()
 		ctx, cancel := context.WithTimeout(g.ctx, g.opts.LeaseTTL)
 		defer cancel()
-		_ = g.refill(ctx, biz, day, k, token, last, 1, false)
+		err := g.refill(ctx, biz, day, k, token, last, 1, false)
+		if err != nil && g.opts.OnBackgroundError != nil && g.ctx.Err() == nil {
+			g.opts.OnBackgroundError(biz, err)
+		}
 	}()
 }
 

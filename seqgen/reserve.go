@@ -47,7 +47,7 @@ func (g *Generator) reserve(ctx context.Context, biz string, day Day, observed, 
 		if lo >= g.limit {
 			return ErrExhausted
 		}
-		if seed || observed > lo {
+		if seed {
 			observed = lo
 		}
 		hi = max(observed+g.opts.Segment, lo+n)
