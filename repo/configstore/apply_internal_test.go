@@ -2,8 +2,13 @@ package configstore
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -89,6 +94,64 @@ func TestParseMessage(t *testing.T) {
 	for _, bad := range []string{"x", "5:ab", "1:a", "1:a3:abc", "1:a-1:"} {
 		if cs, err := parseMessage(bad); err == nil {
 			t.Errorf("parseMessage(%q) = %+v, want an error", bad, cs)
+		}
+	}
+}
+
+// A quiet subscription pings and keeps delivering.
+func TestWatch_quietChannelPings(t *testing.T) {
+	t.Parallel()
+	r := testcontainers.Redis(t)
+	pg := testcontainers.Postgres(t)
+	if err := schema.Migrate(pg.DB); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(r.Client, pg.DB, &Options{Namespace: r.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "configstore-test-" + r.Namespace
+	c := redis.NewClient(&redis.Options{Addr: r.Addrs[0], ClientName: name})
+	defer c.Close()
+	watcher, err := New(c, pg.DB, &Options{Namespace: r.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher.watchPing = 20 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := watcher.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server sees the subscription's connection send PINGs.
+	for pinged := false; !pinged; {
+		list, err := r.Client.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "name="+name+" ") && strings.Contains(line, "cmd=ping") {
+				pinged = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no PING from the quiet subscription")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := s.Set(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case c := <-ch:
+			if c.Key == "k" && c.Value == "v" {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("change not delivered after pings")
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
@@ -69,8 +70,9 @@ type Store struct {
 	lock    string // ak:cfg:{scope}:lock
 	channel string // ak:cfg:{scope}:changes
 
-	rebuilds singleflight.Group // one rebuild at a time per Store
-	stats    counters
+	rebuilds  singleflight.Group // one rebuild at a time per Store
+	stats     counters
+	watchPing time.Duration // a test may shorten it
 }
 
 // New returns a Store of the settings in opts.Scope, reading through client
@@ -97,13 +99,14 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Store, erro
 	}
 	base := ns + ":cfg:{" + tag + "}"
 	return &Store{
-		rdb:     client,
-		db:      db,
-		opts:    o,
-		scope:   o.Scope,
-		hash:    base,
-		lock:    base + ":lock",
-		channel: base + ":changes",
+		rdb:       client,
+		db:        db,
+		opts:      o,
+		scope:     o.Scope,
+		hash:      base,
+		lock:      base + ":lock",
+		channel:   base + ":changes",
+		watchPing: watchPing,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,10 +61,16 @@ func (s *Store) watch(ctx context.Context, ps *redis.PubSub, out chan<- Change) 
 	}
 	backoff := newBackoff()
 	for {
-		msg, err := ps.Receive(ctx)
+		msg, err := ps.ReceiveTimeout(ctx, s.watchPing)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 				return
+			}
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+				// Quiet channel: a PING checks the connection (a failed
+				// one is re-dialled and re-subscribed by go-redis).
+				_ = ps.Ping(ctx)
+				continue
 			}
 			if !backoff.sleep(ctx) {
 				return
@@ -126,6 +133,10 @@ func (s *Store) snapshot(ctx context.Context) ([]Change, error) {
 	}
 	return nil, fmt.Errorf("configstore: hash %s vanished after being rebuilt", s.hash)
 }
+
+// watchPing is how long a quiet subscription waits before it checks its
+// connection with a PING.
+const watchPing = 30 * time.Second
 
 // backoff sleeps 50ms, doubling up to 2s.
 type backoff struct{ d time.Duration }

@@ -1,0 +1,258 @@
+package repo_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }
+
+// env is one test's backends: a fresh PostgreSQL database with the sample
+// schema, a Redis namespace, a Cache on it, and counters of both.
+type env struct {
+	db    *gorm.DB
+	rdb   redis.UniversalClient
+	ns    string
+	cache *cacheaside.Cache
+	sql   *sqlCounter
+	cmds  *cmdCounter
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	pg := testcontainers.Postgres(t)
+	if err := schema.Migrate(pg.DB); err != nil {
+		t.Fatal(err)
+	}
+	rn := testcontainers.Redis(t)
+	return newEnvOn(t, pg.DB, rn.Client, rn.Namespace)
+}
+
+func newEnvOn(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string) *env {
+	t.Helper()
+	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	e := &env{db: db, rdb: rdb, ns: ns, cache: cache, sql: &sqlCounter{}, cmds: &cmdCounter{}}
+	e.sql.register(t, db)
+	rdb.AddHook(e.cmds)
+	return e
+}
+
+// filterOptions sizes a test's Bloom filters in its namespace.
+func (e *env) filterOptions(capacity int64) *bloom.Options {
+	return &bloom.Options{Namespace: e.ns, Capacity: capacity, FalsePositiveRate: 0.01}
+}
+
+func (e *env) users(t *testing.T, o repo.Options) *repo.Repository[schema.User, int64] {
+	t.Helper()
+	if o.Filter != nil {
+		o.FilterClient = e.rdb
+	}
+	r, err := repo.New[schema.User, int64](e.db, e.cache, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) listings(t *testing.T, o repo.Options) *repo.Repository[schema.Listing, int64] {
+	t.Helper()
+	if o.Filter != nil {
+		o.FilterClient = e.rdb
+	}
+	r, err := repo.New[schema.Listing, int64](e.db, e.cache, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// reset zeroes both counters.
+func (e *env) reset() {
+	e.sql.reset()
+	e.cmds.reset()
+}
+
+// sqlCounter records every statement GORM runs on a database, through
+// callbacks registered after each processor's main step.
+type sqlCounter struct {
+	mu    sync.Mutex
+	stmts []string
+	vars  int // bound parameters of all statements
+}
+
+func (c *sqlCounter) register(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	rec := func(tx *gorm.DB) {
+		if tx.Error != nil && tx.Statement.SQL.Len() == 0 {
+			return
+		}
+		c.mu.Lock()
+		c.stmts = append(c.stmts, tx.Statement.SQL.String())
+		c.vars += len(tx.Statement.Vars)
+		c.mu.Unlock()
+	}
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("repotest:count", rec),
+		cb.Query().After("gorm:query").Register("repotest:count", rec),
+		cb.Update().After("gorm:update").Register("repotest:count", rec),
+		cb.Delete().After("gorm:delete").Register("repotest:count", rec),
+		cb.Row().After("gorm:row").Register("repotest:count", rec),
+		cb.Raw().After("gorm:raw").Register("repotest:count", rec),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c *sqlCounter) reset() {
+	c.mu.Lock()
+	c.stmts = nil
+	c.vars = 0
+	c.mu.Unlock()
+}
+
+// params returns how many bound parameters the statements had: for
+// loads by id, how many ids reached the database.
+func (c *sqlCounter) params() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.vars
+}
+
+// count returns how many statements ran that start with prefix ("" for
+// all), e.g. "SELECT".
+func (c *sqlCounter) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.stmts {
+		if strings.HasPrefix(strings.TrimSpace(s), prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *sqlCounter) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.stmts...)
+}
+
+// cmdCounter is a go-redis hook that records every command sent, pipelined
+// or not.
+type cmdCounter struct {
+	mu   sync.Mutex
+	cmds [][]string // name, then the other arguments as text
+}
+
+func (c *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.add(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *cmdCounter) add(cmd redis.Cmder) {
+	args := make([]string, 0, len(cmd.Args()))
+	for _, a := range cmd.Args() {
+		s, ok := a.(string)
+		if !ok {
+			continue // keys are strings; other arguments do not matter here
+		}
+		args = append(args, s)
+	}
+	if len(args) > 0 {
+		args[0] = strings.ToLower(args[0])
+	}
+	c.mu.Lock()
+	c.cmds = append(c.cmds, args)
+	c.mu.Unlock()
+}
+
+func (c *cmdCounter) reset() {
+	c.mu.Lock()
+	c.cmds = nil
+	c.mu.Unlock()
+}
+
+// count returns how many commands named name (lower case; "" for all) ran.
+func (c *cmdCounter) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cmd := range c.cmds {
+		if len(cmd) > 0 && (name == "" || cmd[0] == name) {
+			n++
+		}
+	}
+	return n
+}
+
+// touching returns how many commands had key among their arguments.
+func (c *cmdCounter) touching(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cmd := range c.cmds {
+		for _, a := range cmd[1:] {
+			if a == key {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// redisServer is a private redis-server with a client on it.
+type redisServer struct {
+	*testcontainers.RedisServer
+	client redis.UniversalClient
+}
+
+func testcontainersRedisServer(t *testing.T) redisServer {
+	t.Helper()
+	s := testcontainers.NewRedisServer(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return redisServer{RedisServer: s, client: c}
+}
+
+func newCacheOn(t *testing.T, rdb redis.UniversalClient, ns string) *cacheaside.Cache {
+	t.Helper()
+	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	return cache
+}
