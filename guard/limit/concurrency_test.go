@@ -24,15 +24,19 @@ func TestSemaphore_exact(t *testing.T) {
 	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		const limit = 5
 		ctx := context.Background()
+		run, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		defer cancel()
 		var inFlight, most, acquired atomic.Int64
 		var wg sync.WaitGroup
-		start := time.Now()
 		for range hammerInstances {
-			s := newSemaphore(t, r.NewClient(t), r.Namespace, Concurrency{Limit: limit, Poll: 5 * time.Millisecond})
+			s := newSemaphore(t, r.NewClient(t), r.Namespace, Concurrency{Limit: limit, Poll: 20 * time.Millisecond})
 			for range hammerGoroutines {
 				wg.Go(func() {
-					for time.Since(start) < 1500*time.Millisecond {
-						l, err := s.Acquire(ctx, "db")
+					for {
+						l, err := s.Acquire(run, "db")
+						if errors.Is(err, context.DeadlineExceeded) {
+							return // the run is over
+						}
 						if err != nil {
 							t.Errorf("Acquire: %v", err)
 							return
@@ -43,7 +47,7 @@ func TestSemaphore_exact(t *testing.T) {
 						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 						}
 						acquired.Add(1)
-						time.Sleep(time.Millisecond)
+						time.Sleep(100 * time.Millisecond)
 						inFlight.Add(-1)
 						if err := l.Release(ctx); err != nil {
 							t.Errorf("Release: %v", err)
@@ -91,6 +95,12 @@ func TestSemaphore_crashedHolder(t *testing.T) {
 	if d := time.Since(start); d < ttl-50*time.Millisecond {
 		t.Fatalf("a slot came back after %v, before the lease time %v", d, ttl)
 	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Both crashed leases have surely expired now; Acquire may have seen
+	// only the first one go.
+	time.Sleep(ttl)
 	for _, c := range crashed {
 		if err := c.Release(ctx); !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("Release of an expired lease = %v, want ErrLeaseLost", err)
@@ -99,22 +109,19 @@ func TestSemaphore_crashedHolder(t *testing.T) {
 			t.Errorf("Refresh of an expired lease = %v, want ErrLeaseLost", err)
 		}
 	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestLease_Refresh_keepsTheSlot(t *testing.T) {
 	r := testcontainers.Redis(t)
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	const ttl = 600 * time.Millisecond
 	s := newSemaphore(t, r.Client, r.Namespace, Concurrency{Limit: 1, LeaseTTL: ttl})
 	l, err := s.TryAcquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 8 { // 800 ms, well past the lease time
-		time.Sleep(ttl / 3)
+	for range 6 { // 900 ms, past the lease time
+		time.Sleep(ttl / 4)
 		if err := l.Refresh(ctx); err != nil {
 			t.Fatalf("Refresh = %v", err)
 		}
