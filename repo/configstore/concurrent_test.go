@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,4 +95,70 @@ func (jitterScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (jitterScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// Sets and Deletes of the same keys from two processes: a late copy of an
+// older Set never brings back a deleted value, nor hides a newer one.
+func TestStore_SetDelete_concurrentProcesses(t *testing.T) {
+	t.Parallel()
+	b := newBackends(t)
+	ctx := ctxT(t)
+	c1, c2 := b.r.NewClient(t), b.r.NewClient(t)
+	c1.AddHook(jitterScripts{})
+	c2.AddHook(jitterScripts{})
+	procs := []*configstore.Store{
+		b.store(t, c1, b.openDB(t), nil),
+		b.store(t, c2, b.openDB(t), nil),
+	}
+	const perProcess, keys = 100, 10
+	start := make(chan struct{})
+	errs := make(chan error, len(procs)*perProcess)
+	var wg sync.WaitGroup
+	for p, s := range procs {
+		for i := range perProcess {
+			wg.Go(func() {
+				<-start
+				key := fmt.Sprintf("key%d", i%keys)
+				var err error
+				if (i+p)%3 == 0 {
+					err = s.Delete(ctx, key)
+				} else {
+					err = s.Set(ctx, key, fmt.Sprintf("p%d-i%d", p, i))
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	db := dbState(t, b.pg.DB, procs[0].Scope())
+	if h := hashState(t, b.r.Client, procs[0].Key()); !mapsEqual(h, db) {
+		t.Fatalf("hash = %q\ntable = %q", h, db)
+	}
+	live := 0
+	for _, row := range db {
+		if strings.Contains(row, ":") {
+			live++
+		}
+	}
+	for _, s := range procs {
+		all, err := s.All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != live {
+			t.Errorf("All has %d keys, the table %d values", len(all), live)
+		}
+		for k, v := range all {
+			if db[k] == "" || !strings.HasSuffix(db[k], ":"+v) {
+				t.Errorf("All: %s = %q, table %q", k, v, db[k])
+			}
+		}
+	}
 }
