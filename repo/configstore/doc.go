@@ -27,9 +27,15 @@
 //	ak:cfg:{default}:lock     rebuild lock (SET NX PX, random token)
 //	ak:cfg:{default}:changes  Pub/Sub channel of changes
 //
-// Both keys share one hash tag, so the package works on Redis Cluster. The
-// hash and lock need no particular eviction policy: a lost hash is rebuilt
-// and a lost lock costs at most one extra database query.
+// Both keys share one hash tag, so the package works on Redis Cluster.
+//
+// Eviction and failover: the hash and the lock need no particular eviction
+// policy. An evicted or flushed hash is rebuilt by the next reader; an
+// evicted lock costs at most one extra database query. A promoted replica
+// may lack the latest copies into the hash (replication is asynchronous):
+// readers then see older values, never invented ones, until Reconcile (run
+// it periodically with Run) copies the table again; a watcher reconnects,
+// takes a new snapshot and receives Reconcile's repairs.
 //
 // The table must exist: run schema.Migrate (or migrate schema.Config).
 package configstore
