@@ -86,9 +86,11 @@ func TestCheckSlidingWindow_catchesViolations(t *testing.T) {
 	const n, w = 2, 100 * ms
 	base := int64(1_000_000_000) * 1000 // µs, the start of an aligned window
 	good := []call{
-		mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+3000, false, 0, 0),
-		// 50 ms into the next window the previous one weighs 2 × 0.5 = 1.
-		mk(base+150_000, true, 0, 0), mk(base+150_500, false, 0, 0),
+		// Full: the next call fits 50 ms into the next window, where the
+		// previous one weighs 2 × 0.5 = 1.
+		mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+3000, false, 147*ms, 0),
+		// Full again until the next window, where 1 × 1 = 1.
+		mk(base+150_000, true, 0, 0), mk(base+150_500, false, 49500*time.Microsecond, 0),
 	}
 	if wins, err := checkSlidingWindow(good, n, w); err != nil || wins != 2 {
 		t.Fatalf("a good history: %d windows, %v; want 2, nil", wins, err)
@@ -96,6 +98,8 @@ func TestCheckSlidingWindow_catchesViolations(t *testing.T) {
 	for name, calls := range map[string][]call{
 		"too many":          {mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+3000, true, 0, 0)},
 		"refused with room": {mk(base+1000, true, 0, 0), mk(base+2000, false, 0, 0)},
+		"RetryAfter late":   {mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+3000, false, 148*ms, 0)},
+		"RetryAfter early":  {mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+3000, false, 146*ms, 0)},
 		"previous ignored":  {mk(base+1000, true, 0, 0), mk(base+2000, true, 0, 0), mk(base+110_000, true, 0, 0), mk(base+111_000, true, 0, 0)},
 	} {
 		if _, err := checkSlidingWindow(calls, n, w); err == nil {

@@ -163,12 +163,38 @@ func checkBucket(calls []call, burst int, perToken float64) (allowed, lines int,
 // more than n. It returns the number of aligned windows seen.
 func checkSlidingWindow(calls []call, n int, w time.Duration) (int, error) {
 	wms := w.Milliseconds()
-	sw := int64(-1)
+	sw := int64(-1) // the window of the counts; -1 before the first call
 	var cur, prev int64
+	// fitsAt says whether one call would fit at ms if no call came between
+	// the last one and ms.
+	fitsAt := func(ms int64) bool {
+		win, elapsed := ms/wms, ms%wms
+		c, p := cur, prev
+		switch {
+		case sw < 0 || win > sw+1:
+			c, p = 0, 0
+		case win == sw+1:
+			p, c = c, 0
+		}
+		return p*(wms-elapsed)+(c+1)*wms <= int64(n)*wms
+	}
 	perWindow := map[int64]int{}
 	for _, c := range calls {
 		ms := c.at / 1000
-		win, elapsed := ms/wms, ms%wms
+		fits := fitsAt(ms)
+		if fits != c.res.Allowed {
+			return 0, fmt.Errorf("call at %d: allowed=%v, want %v (prev %d, cur %d in window %d)", c.at, c.res.Allowed, fits, prev, cur, sw)
+		}
+		if !fits {
+			// RetryAfter leads to the first millisecond at which the call
+			// fits.
+			retry := c.at + c.res.RetryAfter.Microseconds()
+			if retry%1000 != 0 || !fitsAt(retry/1000) || fitsAt(retry/1000-1) && retry/1000-1 > ms {
+				return 0, fmt.Errorf("call at %d refused with RetryAfter %v: not the first millisecond the call fits", c.at, c.res.RetryAfter)
+			}
+			continue
+		}
+		win := ms / wms
 		switch {
 		case sw < 0 || win > sw+1:
 			cur, prev = 0, 0
@@ -176,16 +202,10 @@ func checkSlidingWindow(calls []call, n int, w time.Duration) (int, error) {
 			prev, cur = cur, 0
 		}
 		sw = win
-		fits := prev*(wms-elapsed)+(cur+1)*wms <= int64(n)*wms
-		if fits != c.res.Allowed {
-			return 0, fmt.Errorf("call at %d: allowed=%v, want %v (prev %d, cur %d, %d ms into window %d)", c.at, c.res.Allowed, fits, prev, cur, elapsed, win)
-		}
-		if c.res.Allowed {
-			cur++
-			perWindow[win]++
-			if perWindow[win] > n {
-				return 0, fmt.Errorf("window %d allowed %d calls, the limit is %d", win, perWindow[win], n)
-			}
+		cur++
+		perWindow[win]++
+		if perWindow[win] > n {
+			return 0, fmt.Errorf("window %d allowed %d calls, the limit is %d", win, perWindow[win], n)
 		}
 	}
 	return len(perWindow), nil
