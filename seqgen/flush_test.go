@@ -26,7 +26,7 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 		workers   = 32 // per generator
 		segment   = 1000
 		deletions = 2
-		batch     = 10 // odd workers draw with NextN
+		batch     = 25 // odd workers draw with NextN
 	)
 	e := newEnv(t)
 	db2, err := gorm.Open(postgres.Open(e.pg.DSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
