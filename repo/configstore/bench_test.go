@@ -3,6 +3,8 @@ package configstore_test
 import (
 	"fmt"
 	"testing"
+
+	"github.com/asidekit/asidekit/repo/configstore"
 )
 
 // benchStore returns backends with keys settings written and the hash
@@ -71,6 +73,19 @@ func BenchmarkStore_Reconcile(b *testing.B) {
 	for b.Loop() {
 		if r, err := s.Reconcile(ctx); err != nil || r.Fixes() != 0 {
 			b.Fatal(r, err)
+		}
+	}
+}
+
+// Local.Get: an in-process read of a copy kept by Watch, no round trip.
+func BenchmarkLocal_Get(b *testing.B) {
+	var l configstore.Local
+	for i := range 100 {
+		l.Apply(configstore.Change{Key: fmt.Sprintf("key%03d", i), Value: "v", Version: 1})
+	}
+	for i := 0; b.Loop(); i++ {
+		if _, ok := l.Get("key042"); !ok {
+			b.Fatal("missing")
 		}
 	}
 }
