@@ -74,6 +74,7 @@ func repoVariant(name, notes string, pol cacheaside.Policy, filter *bloom.Option
 				f := *filter
 				f.Namespace = s.Namespace
 				opts.Filter = &f
+				opts.FilterClient = s.Client
 			}
 			users, err := repo.New[schema.User, int64](s.Env.DB, cache, opts)
 			if err != nil {
@@ -155,19 +156,20 @@ func HitVariants() []Variant {
 	}
 }
 
-// PenetrationVariants are asidekit's penetration guards, all through repo
-// with strategy None so that only the guard differs.
+// PenetrationVariants are asidekit's penetration guards, through repo:
+// none is the unprotected baseline (strategy None, nothing cached for an
+// absent id); the guarded variants use the recommended Mutex strategy, so
+// that concurrent first reads of one absent id share one load.
 func PenetrationVariants(p PenetrationParams) []Variant {
-	pol := cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.None}
-	nullPol := pol
-	nullPol.NullTTL = p.NullTTL
-	noNull := pol
-	noNull.NullTTL = -1
+	noNull := cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.None, NullTTL: -1}
+	nullPol := cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex, NullTTL: p.NullTTL}
+	bloomPol := nullPol
+	bloomPol.NullTTL = -1
 	bf := &bloom.Options{Capacity: int64(max(2*p.Rows, 1)), FalsePositiveRate: p.BloomFPR}
 	return []Variant{
 		repoVariant("none", "no guard: every read of an absent id queries the DB", noNull, nil),
 		repoVariant("null_cache", fmt.Sprintf("absent ids cached as \"not found\" for %v", p.NullTTL), nullPol, nil),
-		repoVariant("bloom", fmt.Sprintf("Bloom filter over existing ids (p=%g at capacity %d), no null cache", p.BloomFPR, bf.Capacity), noNull, bf),
+		repoVariant("bloom", fmt.Sprintf("Bloom filter over existing ids (p=%g at capacity %d), no null cache", p.BloomFPR, bf.Capacity), bloomPol, bf),
 		repoVariant("bloom_null", "Bloom filter and null cache", nullPol, bf),
 	}
 }

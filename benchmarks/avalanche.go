@@ -108,7 +108,7 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 		return row, err
 	}
 
-	row.Timeline = bucket(rec.snapshot(), t0, bucketWidth, int(window/bucketWidth))
+	row.Timeline = bucket(starts(rec.snapshot()), t0, bucketWidth, int(window/bucketWidth))
 	row.Set(MetricDBLoads, float64(after.DBStatements-before.DBStatements))
 	row.Set(MetricPeakPer100ms, float64(maxOf(row.Timeline)))
 	o.fill(&row)

@@ -12,8 +12,9 @@ const hotID = 1
 // RunBreakdown caches one hot key with a lifetime of p.TTL and reads it
 // from p.Instances × p.Goroutines goroutines for p.Duration, while every DB
 // query takes at least p.LoadDelay. The DB loads of the run fall into
-// bursts, one per expiry (loads less than TTL/2 apart belong to one
-// burst); rows report db_loads, expiries (the bursts),
+// bursts, one per expiry: loads whose [start, end] overlap belong to one
+// burst (concurrent rebuilds of the key are one stampede; sequential
+// refreshes are one each). Rows report db_loads, expiries (the bursts),
 // db_loads_per_expiry, errors and p50/p99/max latency.
 func RunBreakdown(ctx context.Context, env *Env, p BreakdownParams, variants []Variant) (Result, error) {
 	res := Result{Scenario: "breakdown", Backend: env.Backend, Params: paramsMap(p)}
@@ -56,7 +57,7 @@ func runBreakdownVariant(ctx context.Context, env *Env, p BreakdownParams, v Var
 		return row, err
 	}
 	loads := after.DBStatements - before.DBStatements
-	exp := episodes(rec.snapshot(), p.TTL/2)
+	exp := bursts(rec.snapshot())
 	row.Set(MetricDBLoads, float64(loads))
 	row.Set(MetricExpiries, float64(exp))
 	perExpiry := 0.0

@@ -23,22 +23,33 @@ type dbCounter struct {
 	rec   atomic.Pointer[recorder]
 }
 
-// recorder keeps the start time of each statement while a run records.
+// span is one statement's start and end.
+type span struct{ start, end time.Time }
+
+// recorder keeps the span of each statement that ends while a run records.
 type recorder struct {
-	mu    sync.Mutex // guards times
-	times []time.Time
+	mu    sync.Mutex // guards spans
+	spans []span
 }
 
-func (r *recorder) add(t time.Time) {
+func (r *recorder) add(s span) {
 	r.mu.Lock()
-	r.times = append(r.times, t)
+	r.spans = append(r.spans, s)
 	r.mu.Unlock()
 }
 
-func (r *recorder) snapshot() []time.Time {
+func (r *recorder) snapshot() []span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]time.Time(nil), r.times...)
+	return append([]span(nil), r.spans...)
+}
+
+func starts(spans []span) []time.Time {
+	out := make([]time.Time, len(spans))
+	for i, s := range spans {
+		out[i] = s.start
+	}
+	return out
 }
 
 const (
@@ -83,9 +94,6 @@ func (c *dbCounter) before(db *gorm.DB) {
 		return
 	}
 	c.statements.Add(1)
-	if r := c.rec.Load(); r != nil {
-		r.add(time.Now())
-	}
 	n := c.inflight.Add(1)
 	for {
 		m := c.maxInflight.Load()
@@ -93,7 +101,7 @@ func (c *dbCounter) before(db *gorm.DB) {
 			break
 		}
 	}
-	db.InstanceSet(cbBefore, true)
+	db.InstanceSet(cbBefore, time.Now())
 }
 
 // beforeQuery counts a query and, when a delay is set, sleeps it: the
@@ -106,8 +114,14 @@ func (c *dbCounter) beforeQuery(db *gorm.DB) {
 }
 
 func (c *dbCounter) after(db *gorm.DB) {
-	if _, ok := db.InstanceGet(cbBefore); ok {
-		c.inflight.Add(-1)
+	v, ok := db.InstanceGet(cbBefore)
+	if !ok {
+		return
+	}
+	c.inflight.Add(-1)
+	if r := c.rec.Load(); r != nil {
+		start, _ := v.(time.Time)
+		r.add(span{start, time.Now()})
 	}
 }
 

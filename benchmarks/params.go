@@ -116,12 +116,12 @@ type Params struct {
 func QuickParams() Params {
 	l := Load{Instances: 2, Goroutines: 8}
 	return Params{
-		Hit:         HitParams{Keys: 200, Ops: 5000, Rounds: 5, ValueSizes: []int{200, 4096}},
-		Penetration: PenetrationParams{Load: l, Rows: 2000, AbsentIDs: 2000, Reads: 20000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: l, Keys: 1000, TTL: 3 * time.Second, Jitter: 0.5, Tail: 500 * time.Millisecond,
-			MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
-		Breakdown: BreakdownParams{Load: l, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 20 * time.Millisecond},
-		Seqgen:    SeqgenParams{Load: l, Ops: 10000, Batch: 100},
+		Hit:         HitParams{Keys: 100, Ops: 2000, Rounds: 5, ValueSizes: []int{200, 4096}},
+		Penetration: PenetrationParams{Load: l, Rows: 1000, AbsentIDs: 1000, Reads: 3000, BloomFPR: 0.01, NullTTL: time.Minute},
+		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 16}, Keys: 400, TTL: 5 * time.Second, Jitter: 0.6,
+			Tail: 500 * time.Millisecond, MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
+		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
+		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
 	}
 }
 
@@ -129,12 +129,12 @@ func QuickParams() Params {
 func DefaultParams() Params {
 	l := Load{Instances: 4, Goroutines: 16}
 	return Params{
-		Hit:         HitParams{Keys: 1000, Ops: 50000, Rounds: 5, ValueSizes: []int{200, 4096}},
-		Penetration: PenetrationParams{Load: l, Rows: 10000, AbsentIDs: 10000, Reads: 100000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: l, Keys: 5000, TTL: 6 * time.Second, Jitter: 0.5, Tail: time.Second,
+		Hit:         HitParams{Keys: 1000, Ops: 20000, Rounds: 5, ValueSizes: []int{200, 4096}},
+		Penetration: PenetrationParams{Load: l, Rows: 10000, AbsentIDs: 10000, Reads: 30000, BloomFPR: 0.01, NullTTL: time.Minute},
+		Avalanche: AvalancheParams{Load: l, Keys: 2000, TTL: 10 * time.Second, Jitter: 0.5, Tail: time.Second,
 			MaxConcurrentLoads: 4, OutageAt: 2 * time.Second, OutageFor: 3 * time.Second},
-		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 20 * time.Millisecond},
-		Seqgen:    SeqgenParams{Load: l, Ops: 100000, Batch: 100},
+		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
+		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},
 	}
 }
 

@@ -82,15 +82,20 @@ func bucket(times []time.Time, start time.Time, w time.Duration, n int) []int64 
 	return out
 }
 
-// episodes groups sorted times into bursts: a time more than gap after
-// the previous one starts a new burst. It returns the number of bursts.
-func episodes(times []time.Time, gap time.Duration) int {
-	sorted := slices.Clone(times)
-	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
+// bursts counts the groups of overlapping spans: a span that starts after
+// every earlier-starting span has ended begins a new group. Concurrent
+// loads of one key are one stampede; sequential refreshes are one each.
+func bursts(spans []span) int {
+	sorted := slices.Clone(spans)
+	slices.SortFunc(sorted, func(a, b span) int { return a.start.Compare(b.start) })
 	n := 0
-	for i, t := range sorted {
-		if i == 0 || t.Sub(sorted[i-1]) > gap {
+	var end time.Time
+	for i, s := range sorted {
+		if i == 0 || s.start.After(end) {
 			n++
+			end = s.end
+		} else if s.end.After(end) {
+			end = s.end
 		}
 	}
 	return n

@@ -1,0 +1,23 @@
+// Package peers runs asidebench's workloads (package benchmarks of
+// github.com/asidekit/asidekit) against four other Go cache libraries, side
+// by side with asidekit, on one Redis and one PostgreSQL:
+//
+//   - go-zero's core/stores/cache (v1.10.3): cache.Cache.TakeCtx;
+//   - rockscache (v0.1.1): Client.Fetch2;
+//   - jetcache-go (v1.2.6): Cache.Once, remote-only and with its local cache;
+//   - go-redis/cache (v9.0.0): Cache.Once, without and with its local TinyLFU.
+//
+// It is a module of its own so that asidekit's users never download the
+// peers. Each peer is set up the way its README recommends for the
+// protection a scenario exercises; a protection a peer does not have (a
+// Bloom filter, a rebuild shared across processes) is left out and the
+// variant's notes say so.
+//
+// CompareHit, ComparePenetration and CompareBreakdown run asidekit's own
+// variants (benchmarks.HitVariants, PenetrationVariants, BreakdownVariants)
+// and the peers' over several rounds whose order alternates (A B … B A …),
+// so that drift on a shared machine hits every variant alike, then fold the
+// rounds into one benchmarks.Result with each row's ratio to asidekit
+// (metric vs_asidekit). The command asidepeers prints them with
+// benchmarks.WriteTable and writes benchmarks.WriteJSON.
+package peers

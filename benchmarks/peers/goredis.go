@@ -1,0 +1,49 @@
+package peers
+
+import (
+	"context"
+	"time"
+
+	gcache "github.com/go-redis/cache/v9"
+
+	"github.com/asidekit/asidekit/benchmarks"
+)
+
+// localSize is the number of entries of go-redis/cache's TinyLFU: every key
+// of the runs fits (its README's example uses 1000).
+const localSize = 10_000
+
+// goRedisSubject reads through go-redis/cache's Once (its README's
+// "advanced usage"): msgpack with s2 compression above 64 bytes (the
+// default), one load per key per process at a time. It has no null
+// caching: an absent row is an error, which Once does not cache.
+type goRedisSubject struct {
+	c      *gcache.Cache
+	prefix string
+	ttl    time.Duration
+	load   benchmarks.Loader
+}
+
+// newGoRedis builds a go-redis/cache Cache on the Setup's client, with the
+// README's TinyLFU local cache when withLocal (TTL min(TTL, 1 min)).
+func newGoRedis(s benchmarks.Setup, withLocal bool) (benchmarks.Subject, error) {
+	opt := &gcache.Options{Redis: s.Client}
+	if withLocal {
+		opt.LocalCache = gcache.NewTinyLFU(localSize, localTTL(s.TTL))
+	}
+	return &goRedisSubject{c: gcache.New(opt), prefix: s.Namespace + ":user:", ttl: s.TTL, load: s.Load}, nil
+}
+
+func (g *goRedisSubject) Get(ctx context.Context, id int64) (benchmarks.Value, error) {
+	var v benchmarks.Value
+	err := g.c.Once(&gcache.Item{
+		Ctx:   ctx,
+		Key:   g.prefix + itoa(id),
+		Value: &v,
+		TTL:   g.ttl,
+		Do: func(*gcache.Item) (any, error) {
+			return g.load(ctx, id)
+		},
+	})
+	return v, err
+}
