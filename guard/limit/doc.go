@@ -2,8 +2,9 @@
 // every process of a service shares one limit per key.
 //
 // Each algorithm is one Lua script (one round trip per call). Scripts read
-// the time from Redis TIME, never from the client's clock, and keep a key's
-// state under one Redis key, so they run on Redis Cluster:
+// the time from Redis TIME, never from the client's clock (clients may
+// disagree about the time; a key's state only ever meets the clock of the
+// Redis node that holds it), and keep a key's state under one Redis key:
 //
 //	algorithm      constructor        state                      memory
 //	fixed window   NewFixedWindow     counter (string)           O(1)
@@ -20,11 +21,24 @@
 //
 // # Keys
 //
-// A limiter for key k keeps its state at "<namespace>:rl:{<algo>:<k>}"
-// (namespace "ak" by default; k escaped with the rules of internal/keys, so
-// any string up to 1024 bytes can be a key). Limiters of the same algorithm,
+// A limiter for key k keeps its state at "<namespace>:rl:{<algo>:<k>}":
+// namespace "ak" by default; algo one of fw (fixed window, with or without
+// lockout), sl (sliding log), sw (sliding window), gcra, fun (funnel), cc
+// (concurrency); k escaped with the rules of internal/keys, so that any
+// string of 1 to 1024 bytes can be a key and none can leave its hash tag.
+// Each script touches that one key, so every limiter runs on Redis Cluster. Limiters of the same algorithm,
 // namespace and key share their state, whatever their configuration: give
 // limiters with different limits different keys or namespaces.
+//
+// # Choosing one
+//
+// FixedWindow is the cheapest and the easiest to explain ("3 logins per
+// minute"), with an optional lockout, but lets 2·Limit calls through
+// across a window's end. SlidingLog is exact over any interval and costs
+// memory per call. SlidingWindow approximates it in O(1). GCRA (token
+// bucket) and Funnel (leaky bucket) allow a burst and then a steady rate,
+// and their RetryAfter is exact, which suits Wait. Semaphore bounds the
+// calls in flight rather than their rate.
 //
 // # When Redis fails
 //

@@ -78,9 +78,14 @@ type Options struct {
 	// Namespace starts every key. Default "ak". It may not contain
 	// characters that keys would need to escape.
 	Namespace string
-	// FailOpen makes AllowN return Allowed=true when Redis fails, with an
-	// error that wraps ErrFailedOpen and the Redis error. Default false: fail
-	// closed, AllowN returns Allowed=false and the Redis error.
+	// FailOpen makes AllowN return Allowed=true when Redis fails (any error
+	// from Redis or the connection, timeouts included), with an error that
+	// wraps ErrFailedOpen and the Redis error; the Result's other fields but
+	// Limit are zero, and nothing is counted. Wait then returns that error at
+	// once, and Semaphore.TryAcquire and Acquire a lease Redis does not know.
+	// Default false: fail closed, AllowN returns Allowed=false and the Redis
+	// error (Wait and Acquire return the error). A context that ends and
+	// invalid input are never failed open.
 	FailOpen bool
 }
 
