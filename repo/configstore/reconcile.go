@@ -158,7 +158,7 @@ func (s *Store) Reconcile(ctx context.Context) (Report, error) {
 // Reconcile errors do not stop Run. If OnReconcile panics, Run recovers
 // and returns the panic as an error (a reconciliation loop that dies
 // silently would let drift pile up unnoticed).
-func (s *Store) Run(ctx context.Context, every time.Duration) (err error) {
+func (s *Store) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("%w: Run interval %s", ErrInvalid, every)
 	}

@@ -58,8 +58,9 @@ var (
 )
 
 // Store reads and writes the settings of one scope. It is safe for
-// concurrent use; it starts no goroutine of its own except those of Watch,
-// which end with Watch's context.
+// concurrent use and needs no Close. Its only goroutines are Watch's, which
+// end with Watch's context, and a hash rebuild shared by concurrent readers,
+// which outlives a reader that gave up by at most WaitTimeout + LockTTL.
 type Store struct {
 	rdb   redis.UniversalClient
 	db    *gorm.DB
