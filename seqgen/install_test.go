@@ -2,6 +2,7 @@ package seqgen
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -66,9 +67,9 @@ func (e *scriptEnv) state() (c, mark, lo, hi int64) {
 	out := [3]int64{-1, -1, -1}
 	for i, v := range vals {
 		if s, ok := v.(string); ok {
-			var n int64
-			for _, ch := range s {
-				n = n*10 + int64(ch-'0')
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				e.t.Fatal(err)
 			}
 			out[i] = n
 		}
