@@ -48,8 +48,8 @@
 //
 // With Options.Filter, the repository keeps a Bloom filter of primary keys
 // (named after the entity) in the Policy's Filter, so that reads of ids
-// that exist nowhere cost no SQL, and a second filter of unique-key values
-// for InsertIfAbsent. WarmFilter streams the table's keys into both in
+// that exist nowhere cost no SQL, and, with Options.UniqueKey, a second
+// filter of unique-key values for InsertIfAbsent. WarmFilter streams the table's keys into both in
 // batches; RebuildFilter rebuilds them through bloom's generation swap, so
 // deleted rows stop passing.
 //

@@ -225,7 +225,7 @@ func TestWarmFilter_uniqueKey(t *testing.T) {
 	if err := e.db.Create(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000)})
+	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000), UniqueKey: []string{"Address", "room"}})
 	ctx := context.Background()
 	if err := listings.WarmFilter(ctx); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package repo_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,14 +161,19 @@ func (c *sqlCounter) all() []string {
 // cmdCounter is a go-redis hook that records every command sent, pipelined
 // or not.
 type cmdCounter struct {
-	mu   sync.Mutex
-	cmds [][]string // name, then the other arguments as text
+	mu      sync.Mutex
+	cmds    [][]string // name, then the other arguments as text
+	trips   int        // round trips: single commands and pipelines
+	tripLog []string
 }
 
 func (c *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			c.trip(cmd.Name())
+		}
 		c.add(cmd)
 		return next(ctx, cmd)
 	}
@@ -174,6 +181,9 @@ func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, handshake) {
+			c.trip(fmt.Sprintf("pipeline of %d", len(cmds)))
+		}
 		for _, cmd := range cmds {
 			c.add(cmd)
 		}
@@ -198,8 +208,34 @@ func (c *cmdCounter) add(cmd redis.Cmder) {
 	c.mu.Unlock()
 }
 
+// handshake reports whether cmd is part of setting up a new connection,
+// which depends on the pool, not on the work being measured.
+func handshake(cmd redis.Cmder) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "hello", "client", "auth", "select", "ping":
+		return true
+	}
+	return false
+}
+
+func (c *cmdCounter) trip(what string) {
+	c.mu.Lock()
+	c.tripLog = append(c.tripLog, what)
+	c.trips++
+	c.mu.Unlock()
+}
+
+// roundTrips returns how many single commands and pipelines were sent.
+func (c *cmdCounter) roundTrips() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trips
+}
+
 func (c *cmdCounter) reset() {
 	c.mu.Lock()
+	c.trips = 0
+	c.tripLog = nil
 	c.cmds = nil
 	c.mu.Unlock()
 }

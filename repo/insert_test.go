@@ -34,6 +34,7 @@ func TestInsertIfAbsent_concurrent(t *testing.T) {
 			o := repo.Options{}
 			if tc.filter {
 				o.Filter = e.filterOptions(10_000)
+				o.UniqueKey = []string{"address", "room"}
 			}
 			listings := e.listings(t, o)
 			ctx := context.Background()
@@ -103,7 +104,7 @@ func TestInsertIfAbsent_concurrent(t *testing.T) {
 func TestInsertIfAbsent_definitelyNew_noRead(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000)})
+	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000), UniqueKey: []string{"Address", "room"}})
 	ctx := context.Background()
 	for i := range 20 {
 		l := listing(i)
@@ -135,7 +136,7 @@ func TestInsertIfAbsent_definitelyNew_noRead(t *testing.T) {
 func TestInsertIfAbsent_transaction(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000)})
+	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000), UniqueKey: []string{"Address", "room"}})
 	ctx := context.Background()
 	boom := errors.New("boom")
 	l := listing(1)

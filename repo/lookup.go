@@ -93,7 +93,7 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 	default:
 		c.uniqErr = fmt.Errorf("%w: model %s has %d unique indexes; set Options.UniqueKey to choose one", ErrNoUniqueKey, c.sch.Name, len(c.lookups))
 	}
-	if c.uniq != nil && o.Filter != nil {
+	if want != nil && o.Filter != nil {
 		var err error
 		if c.uniq.filter, err = bloom.New(o.FilterClient, c.uniq.name, *o.Filter); err != nil {
 			return fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)

@@ -22,9 +22,9 @@ type Options struct {
 
 	// Filter, when set, sizes the Bloom filters the repository creates:
 	// one over primary keys, named Name and used as the Policy's Filter,
-	// and, when the model has a unique key, one over its values for
-	// InsertIfAbsent, named Name + ".by." + the key's columns. Its
-	// Namespace should match the Cache's. Default nil: no filter.
+	// and, when UniqueKey is set too, one over the unique key's values for
+	// InsertIfAbsent, named Name + ".by." + the key's columns joined by
+	// "+". Its Namespace should match the Cache's. Default nil: no filter.
 	Filter *bloom.Options
 
 	// FilterClient is the Redis client the Bloom filters live on, usually
@@ -37,9 +37,10 @@ type Options struct {
 
 	// UniqueKey names the columns (database or Go field names) of the
 	// unique index InsertIfAbsent de-duplicates on, e.g. {"address",
-	// "room"}. Default: the model's only unique index besides the primary
-	// key; InsertIfAbsent fails with ErrNoUniqueKey when there is none or
-	// more than one.
+	// "room"}; with Filter, it also gets a Bloom filter. Default: the
+	// model's only unique index besides the primary key, without a filter;
+	// InsertIfAbsent fails with ErrNoUniqueKey when there is none or more
+	// than one.
 	UniqueKey []string
 
 	// BatchSize is the most ids one SELECT … IN (…) carries, and the page

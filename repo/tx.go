@@ -3,20 +3,10 @@ package repo
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"sync"
-	"time"
 
 	"gorm.io/gorm"
 )
-
-// AfterCommitTimeout bounds the cache upkeep (invalidations, filter adds)
-// that runs after a write. It runs on a context detached from the caller's
-// cancellation: once the database has the write, giving up on the
-// invalidation because the caller went away would leave a stale value
-// cached for a whole TTL.
-const AfterCommitTimeout = 5 * time.Second
 
 // Tx is a database transaction that holds back cache upkeep until it
 // commits. Bind repositories to it with Repository.WithTx; use DB for
@@ -25,14 +15,14 @@ type Tx struct {
 	db *gorm.DB
 
 	mu    sync.Mutex // guards after and done
-	after []func(context.Context) error
+	after upkeep
 	done  bool // committed or rolled back: nothing more may be queued
 }
 
 // Transaction runs fn in a database transaction (GORM's db.Transaction,
 // with opts). If fn returns nil and the commit succeeds, the invalidations
-// and filter adds queued by the writes of WithTx views run, once each, in
-// order; otherwise the transaction is rolled back and none of them run. A
+// and filter adds queued by the writes of WithTx views run, once each;
+// otherwise the transaction is rolled back and none of them run. A
 // panic in fn rolls back and propagates (GORM re-panics): nothing is
 // invalidated.
 //
@@ -51,7 +41,7 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if err != nil {
 		return err
 	}
-	return runAfter(ctx, after)
+	return after.run(ctx)
 }
 
 // Transaction runs fn in a nested transaction (a savepoint). What fn's
@@ -70,63 +60,39 @@ func (t *Tx) Transaction(fn func(tx *Tx) error) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range after {
-		t.queue(f)
-	}
+	t.queue(&after)
 	return nil
 }
 
 // DB returns the transaction's *gorm.DB.
 func (t *Tx) DB() *gorm.DB { return t.db }
 
-// queue queues f to run after the commit. A Tx that already ended runs
-// nothing more: its writes failed anyway.
-func (t *Tx) queue(f func(context.Context) error) {
+// queue adds u to the work to do after the commit. A Tx that already
+// ended takes nothing more: its writes failed anyway.
+func (t *Tx) queue(u *upkeep) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
-		t.after = append(t.after, f)
+		t.after.merge(u)
 	}
 }
 
 // finish ends the Tx and returns its queue.
-func (t *Tx) finish() []func(context.Context) error {
+func (t *Tx) finish() upkeep {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
 	after := t.after
-	t.after = nil
+	t.after = upkeep{}
 	return after
 }
 
-// runAfter runs the upkeep of a committed write, every step even when an
-// earlier one failed, bounded by AfterCommitTimeout.
-func runAfter(ctx context.Context, after []func(context.Context) error) error {
-	if len(after) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterCommitTimeout)
-	defer cancel()
-	var errs []error
-	for _, f := range after {
-		if err := f(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrAfterCommit, errors.Join(errs...))
-}
-
-// afterWrite queues f after the commit of the view's transaction, or runs
+// afterWrite queues u after the commit of the view's transaction, or runs
 // it now when the view has none (the write has succeeded already).
-func (r *Repository[T, ID]) afterWrite(ctx context.Context, f ...func(context.Context) error) error {
+func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *upkeep) error {
 	if r.tx != nil {
-		for _, g := range f {
-			r.tx.queue(g)
-		}
+		r.tx.queue(u)
 		return nil
 	}
-	return runAfter(ctx, f)
+	return u.run(ctx)
 }

@@ -200,3 +200,44 @@ func TestRepository_Create_redisDown(t *testing.T) {
 		t.Fatalf("Get with Redis down = %+v, %v", got, err)
 	}
 }
+
+// The upkeep of many writes in one transaction is merged: one pipelined
+// call per filter and per entity, not one round trip per write.
+func TestTransaction_bulkUpkeepIsMerged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	users := e.users(t, repo.Options{Filter: e.filterOptions(1000)})
+	ctx := context.Background()
+	const n = 100
+	created := make([]schema.User, n)
+	e.reset()
+	err := repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
+		for i := range created {
+			created[i] = schema.User{Email: fmt.Sprintf("bulk%d@example.com", i), Name: "Bulk"}
+			if err := users.WithTx(tx).Create(ctx, &created[i]); err != nil {
+				return err
+			}
+		}
+		if n := e.cmds.roundTrips(); n != 0 {
+			return fmt.Errorf("%d Redis round trips before the commit", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The primary-key filter, the entity, the email mapping: three
+	// targets, one pipeline each.
+	if trips := e.cmds.roundTrips(); trips != 3 {
+		t.Fatalf("%d writes cost %d round trips after the commit, want 3: %v", n, trips, e.cmds.tripLog)
+	}
+	for _, u := range created {
+		if ok, err := users.Filter().MightContain(ctx, fmt.Sprint(u.ID)); !ok || err != nil {
+			t.Fatalf("created id %d not in the filter: %v", u.ID, err)
+		}
+	}
+	got, err := users.GetMany(ctx, []int64{created[0].ID, created[n-1].ID})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("GetMany after the bulk commit = %v, %v", got, err)
+	}
+}

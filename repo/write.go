@@ -94,14 +94,14 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	c := r.c
-	steps := []func(context.Context) error{func(ctx context.Context) error { return c.invalidate(ctx, key) }}
-	for i, l := range c.lookups {
+	var u upkeep
+	u.invalidate(r.c.ent, key)
+	for i, l := range r.c.lookups {
 		if old[i].ok {
-			steps = append(steps, l.invalidate(old[i].key))
+			u.invalidate(l.ent, old[i].key)
 		}
 	}
-	return r.afterWrite(ctx, steps...)
+	return r.afterWrite(ctx, &u)
 }
 
 // keyOfRow returns v's primary key and its cache id; a nil v or a zero key
@@ -165,26 +165,16 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
 	}
 	rv := reflect.ValueOf(row).Elem()
-	var steps []func(context.Context) error
+	var u upkeep
 	if add && c.filter != nil {
-		steps = append(steps, func(ctx context.Context) error {
-			if err := c.filter.Add(ctx, key); err != nil {
-				return fmt.Errorf("repo: %s %s: add to filter: %w", c.name, key, err)
-			}
-			return nil
-		})
+		u.add(c.filter, c.name, key)
 	}
-	if u := c.uniq; add && u != nil && u.filter != nil {
-		if uk, ok, err := u.key(ctx, rv); err == nil && ok {
-			steps = append(steps, func(ctx context.Context) error {
-				if err := u.filter.Add(ctx, uk); err != nil {
-					return fmt.Errorf("repo: %s %s: add to filter: %w", u.name, uk, err)
-				}
-				return nil
-			})
+	if l := c.uniq; add && l != nil && l.filter != nil {
+		if uk, ok, err := l.key(ctx, rv); err == nil && ok {
+			u.add(l.filter, l.name, uk)
 		}
 	}
-	steps = append(steps, func(ctx context.Context) error { return c.invalidate(ctx, key) })
+	u.invalidate(c.ent, key)
 	for i, l := range c.lookups {
 		nk, hasNew, err := l.key(ctx, rv)
 		if err != nil {
@@ -194,38 +184,16 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 		if old != nil {
 			was = old[i]
 		}
-		var keys []string
 		switch {
 		case was.ok && hasNew && was.key == nk:
-			continue // the mapping did not change
+			// The mapping did not change.
 		case was.ok && hasNew:
-			keys = []string{was.key, nk}
+			u.invalidate(l.ent, was.key, nk)
 		case was.ok:
-			keys = []string{was.key}
+			u.invalidate(l.ent, was.key)
 		case hasNew:
-			keys = []string{nk}
-		default:
-			continue
+			u.invalidate(l.ent, nk)
 		}
-		steps = append(steps, l.invalidate(keys...))
 	}
-	return r.afterWrite(ctx, steps...)
-}
-
-// invalidate drops the cached row of key.
-func (c *core[T, ID]) invalidate(ctx context.Context, key string) error {
-	if err := c.ent.Invalidate(ctx, key); err != nil {
-		return fmt.Errorf("repo: %s %s: invalidate: %w", c.name, key, err)
-	}
-	return nil
-}
-
-// invalidate returns the step that drops the cached mappings of keys.
-func (l *lookup[ID]) invalidate(keys ...string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := l.ent.Invalidate(ctx, keys...); err != nil {
-			return fmt.Errorf("repo: %s %q: invalidate: %w", l.name, keys, err)
-		}
-		return nil
-	}
+	return r.afterWrite(ctx, &u)
 }
