@@ -144,3 +144,12 @@ func TestOutage_invalidationRetried(t *testing.T) {
 		t.Fatalf("stats = %+v", s)
 	}
 }
+
+// newDeadClient returns a client of srv with short timeouts and no
+// retries, closed at cleanup.
+func newDeadClient(t testing.TB, srv *testcontainers.RedisServer) redis.UniversalClient {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

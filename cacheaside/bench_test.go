@@ -1,0 +1,107 @@
+package cacheaside
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// benchValue is a typical small row.
+type benchValue struct {
+	ID        int64     `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+var benchRow = benchValue{ID: 42, Email: "ada@example.com", Name: "Ada Lovelace", CreatedAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+
+// BenchmarkEntity_Get_hit: Get on a warm key.
+func BenchmarkEntity_Get_hit(b *testing.B) {
+	r := testcontainers.Redis(b)
+	e := newEntity[benchValue](b, newCache(b, r.Client, r.Namespace, nil), "bench", Policy{TTL: time.Hour})
+	ctx := context.Background()
+	if err := e.Set(ctx, "42", benchRow); err != nil {
+		b.Fatal(err)
+	}
+	load := func(ctx context.Context, id string) (benchValue, error) {
+		b.Fatal("loader called on a hit")
+		return benchValue{}, nil
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		v, err := e.Get(ctx, "42", load)
+		if err != nil || v.ID != 42 {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+// BenchmarkBare_Get_decode: the same value with a bare GET and
+// json.Unmarshal on the same client, the floor for the hit path.
+func BenchmarkBare_Get_decode(b *testing.B) {
+	r := testcontainers.Redis(b)
+	ctx := context.Background()
+	key := r.Namespace + ":bare:42"
+	payload, _ := json.Marshal(benchRow)
+	if err := r.Client.Set(ctx, key, payload, time.Hour).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		data, err := r.Client.Get(ctx, key).Bytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v benchValue
+		if err := json.Unmarshal(data, &v); err != nil || v.ID != 42 {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+// BenchmarkHit_ratio interleaves the two paths above in one loop, so that
+// load on a shared machine hits both alike, and reports each path's mean
+// and their ratio (the target is ≤ 1.15).
+func BenchmarkHit_ratio(b *testing.B) {
+	r := testcontainers.Redis(b)
+	e := newEntity[benchValue](b, newCache(b, r.Client, r.Namespace, nil), "bench", Policy{TTL: time.Hour})
+	ctx := context.Background()
+	if err := e.Set(ctx, "42", benchRow); err != nil {
+		b.Fatal(err)
+	}
+	key := r.Namespace + ":bare:42"
+	payload, _ := json.Marshal(benchRow)
+	if err := r.Client.Set(ctx, key, payload, time.Hour).Err(); err != nil {
+		b.Fatal(err)
+	}
+	load := func(ctx context.Context, id string) (benchValue, error) { return benchValue{}, nil }
+	var ent, bare time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := e.Get(ctx, "42", load); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		data, err := r.Client.Get(ctx, key).Bytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v benchValue
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+		ent += t1.Sub(t0)
+		bare += time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ent.Nanoseconds())/n, "entity-ns/op")
+	b.ReportMetric(float64(bare.Nanoseconds())/n, "bare-ns/op")
+	b.ReportMetric(float64(ent)/float64(bare), "ratio")
+}

@@ -1,0 +1,133 @@
+package cacheaside_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/redis/go-redis/v9"
+)
+
+type User struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// exampleCache connects to $ASIDEKIT_REDIS_ADDR (default 127.0.0.1:6379)
+// in a namespace of its own, and returns a function that removes the keys.
+func exampleCache() (*cacheaside.Cache, func()) {
+	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	ns := "example" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c, err := cacheaside.New(client, &cacheaside.Options{Namespace: ns})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() {
+		_ = c.Close()
+		ctx := context.Background()
+		keys, _ := client.Keys(ctx, ns+":*").Result()
+		if len(keys) > 0 {
+			client.Del(ctx, keys...)
+		}
+		_ = client.Close()
+	}
+}
+
+// db stands in for a table.
+var db = map[int64]User{1: {ID: 1, Name: "Ada"}, 2: {ID: 2, Name: "Grace"}}
+
+func loadUser(ctx context.Context, id string) (User, error) {
+	n, _ := strconv.ParseInt(id, 10, 64)
+	u, ok := db[n]
+	if !ok {
+		return User{}, cacheaside.ErrNotFound
+	}
+	fmt.Println("  (db query for", id+")")
+	return u, nil
+}
+
+func ExampleEntity_Get() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, err := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{
+		TTL:      10 * time.Minute,
+		NullTTL:  time.Minute, // cache "not found" too
+		Strategy: cacheaside.Mutex,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		u, err := users.Get(ctx, "1", loadUser)
+		fmt.Println(u.Name, err)
+	}
+	_, err = users.Get(ctx, "404", loadUser)
+	fmt.Println(errors.Is(err, cacheaside.ErrNotFound))
+	s := users.Stats()
+	fmt.Println("hits", s.Hits, "loads", s.Loads)
+	// Output:
+	//   (db query for 1)
+	// Ada <nil>
+	// Ada <nil>
+	// true
+	// hits 1 loads 2
+}
+
+func ExampleEntity_GetMany() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{NullTTL: time.Minute})
+	load := func(ctx context.Context, ids []string) (map[string]User, error) {
+		fmt.Println("  (db query for", len(ids), "ids)")
+		out := map[string]User{}
+		for _, id := range ids {
+			n, _ := strconv.ParseInt(id, 10, 64)
+			if u, ok := db[n]; ok {
+				out[id] = u
+			}
+		}
+		return out, nil
+	}
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		got, _ := users.GetMany(ctx, []string{"1", "2", "3"}, load)
+		fmt.Println(len(got), got["1"].Name, got["2"].Name)
+	}
+	// Output:
+	//   (db query for 3 ids)
+	// 2 Ada Grace
+	// 2 Ada Grace
+}
+
+func ExampleEntity_Invalidate() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{})
+	ctx := context.Background()
+	u, _ := users.Get(ctx, "2", loadUser)
+	fmt.Println(u.Name)
+
+	// Writers change the database first, then invalidate.
+	old := db[2]
+	defer func() { db[2] = old }()
+	db[2] = User{ID: 2, Name: "Grace Hopper"}
+	if err := users.Invalidate(ctx, "2"); err != nil {
+		fmt.Println(err)
+	}
+	u, _ = users.Get(ctx, "2", loadUser)
+	fmt.Println(u.Name)
+	// Output:
+	//   (db query for 2)
+	// Grace
+	//   (db query for 2)
+	// Grace Hopper
+}
