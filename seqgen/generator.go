@@ -31,10 +31,11 @@ var (
 	ErrPanic = errors.New("seqgen: callback panicked")
 )
 
-// maxReservations bounds the DB reservations one call may make before it
-// gives up: more means its segments keep being lost (LeaseTTL shorter than
-// a reservation, or the keys deleted over and over).
-const maxReservations = 8
+// maxWasted bounds the reservations of one call whose segment was dropped
+// instead of installed: more means its segments keep being lost (LeaseTTL
+// shorter than a reservation, or the keys deleted over and over), and the
+// call gives up rather than burn the day's numbers.
+const maxWasted = 8
 
 // Generator issues daily business sequence numbers such as
 // ORD2026112900001: a Redis counter on the hot path, bounded by a
@@ -144,7 +145,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 	}
 	k := g.keysFor(escBiz, day.Key)
 	backoff := time.Millisecond
-	for reservations := 0; ; {
+	for wasted := 0; ; {
 		token := g.token()
 		v, err := nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
 		if err != nil {
@@ -169,13 +170,16 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 				}
 				continue
 			}
-			if reservations == maxReservations {
+			if wasted == maxWasted {
 				g.release(ctx, k, token)
-				return 0, Day{}, fmt.Errorf("seqgen: %q %s: no segment installed after %d reservations (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, reservations)
+				return 0, Day{}, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
 			}
-			reservations++
-			if err := g.refill(ctx, biz, day, k, token, r.value, n, r.status == statusNeedSeed); err != nil {
+			installed, err := g.refill(ctx, biz, day, k, token, r.value, n, r.status == statusNeedSeed)
+			if err != nil {
 				return 0, Day{}, err
+			}
+			if !installed {
+				wasted++
 			}
 		default:
 			return 0, Day{}, fmt.Errorf("seqgen: next.lua returned status %d", r.status)

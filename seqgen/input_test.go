@@ -185,3 +185,29 @@ func TestGenerator_Next_backgroundErrorReported(t *testing.T) {
 		t.Fatalf("Next past the mark with a dead DB = %q, want an error", s)
 	}
 }
+
+// A lease that always expires before the seed arrives wastes segments; the
+// call gives up after a bounded number of them instead of looping.
+func TestGenerator_Next_leaseTooShortGivesUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Every reservation outlives the lease (this test's own DB handle).
+	err := e.pg.DB.Callback().Update().Before("gorm:update").Register("test:slow", func(*gorm.DB) {
+		time.Sleep(20 * time.Millisecond)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := e.gen(t, func(o *seqgen.Options) {
+		o.Segment = 10
+		o.LeaseTTL = time.Millisecond
+	})
+	_, err = g.Next(context.Background(), "ORD")
+	if err == nil || !strings.Contains(err.Error(), "dropped in a row") {
+		t.Fatalf("Next = %v, want the give-up error", err)
+	}
+	// Each wasted reservation still moved the DB mark, by one segment.
+	if m := dbMark(t, e.pg.DB, "ORD", "20261129"); m != 8*10 {
+		t.Fatalf("DB mark = %d, want 8 wasted segments of 10", m)
+	}
+}

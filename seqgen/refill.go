@@ -17,8 +17,9 @@ type flight struct {
 
 // refill reserves a segment in the DB and installs it in Redis, releasing
 // the lease the caller holds (token). observed is the counter value next.lua
-// reported; seed says the counter key was missing.
-func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, token string, observed, n int64, seed bool) error {
+// reported; seed says the counter key was missing. It reports whether the
+// segment was installed (false: dropped, its numbers skipped).
+func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, token string, observed, n int64, seed bool) (bool, error) {
 	f := g.startFlight(k.counter)
 	defer g.endFlight(k.counter, f)
 
@@ -26,9 +27,9 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 	if err != nil {
 		g.release(ctx, k, token)
 		if errors.Is(err, ErrExhausted) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrPanic) {
-			return err
+			return false, err
 		}
-		return fmt.Errorf("seqgen: reserve %q %s: %w", biz, day.Key, err)
+		return false, fmt.Errorf("seqgen: reserve %q %s: %w", biz, day.Key, err)
 	}
 	seedArg := "0"
 	if seed {
@@ -36,14 +37,14 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 	}
 	// No retry of our own on failure: the segment is then skipped, never
 	// installed twice.
-	err = installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Err()
+	res, err := installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Int64()
 	if err != nil {
 		// The script may or may not have run; either way the lease, if
 		// still ours, should not make others wait for LeaseTTL.
 		g.release(ctx, k, token)
-		return fmt.Errorf("seqgen: install segment (%d, %d] of %q %s: %w", lo, hi, biz, day.Key, err)
+		return false, fmt.Errorf("seqgen: install segment (%d, %d] of %q %s: %w", lo, hi, biz, day.Key, err)
 	}
-	return nil
+	return res > installDropped, nil
 }
 
 // refillAsync reserves the next segment in the background after next.lua
@@ -67,7 +68,7 @@ func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, las
 		defer func() { _ = recover() }()
 		ctx, cancel := context.WithTimeout(g.ctx, g.opts.LeaseTTL)
 		defer cancel()
-		err := g.refill(ctx, biz, day, k, token, last, 1, false)
+		_, err := g.refill(ctx, biz, day, k, token, last, 1, false)
 		if err != nil && g.opts.OnBackgroundError != nil && g.ctx.Err() == nil {
 			g.opts.OnBackgroundError(biz, err)
 		}
