@@ -17,21 +17,21 @@ const ms = time.Millisecond
 func TestCheckFixedWindow_catchesViolations(t *testing.T) {
 	const n, w = 2, 100 * ms
 	good := []call{
-		mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 98*ms, 98*ms),
-		mk(101500, true, 0, 100*ms), mk(102000, true, 0, 100*ms-500), mk(150000, false, 0, 0),
-		mk(202000, true, 0, 100*ms),
+		mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 98*ms, 98*ms),
+		mk(101500, true, 0, 101*ms), mk(102000, true, 0, 100*ms-500), mk(150000, false, 0, 0),
+		mk(202000, true, 0, 101*ms),
 	}
 	wins, err := checkFixedWindow(good, n, w)
 	if err != nil || len(wins) != 2 {
 		t.Fatalf("a good history: %d complete windows, %v; want 2, nil", len(wins), err)
 	}
 	for name, calls := range map[string][]call{
-		"too many in a window": {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, true, 0, 98*ms)},
-		"refused too early":    {mk(1000, true, 0, 100*ms), mk(2000, false, 99*ms, 99*ms)},
-		"refused between":      {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(120000, false, 0, 0)},
-		"window restarted":     {mk(1000, true, 0, 100*ms), mk(50000, true, 0, 100*ms)},
+		"too many in a window": {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, true, 0, 98*ms)},
+		"refused too early":    {mk(1000, true, 0, 101*ms), mk(2000, false, 99*ms, 99*ms)},
+		"refused between":      {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(150000, false, 0, 0)},
+		"window restarted":     {mk(1000, true, 0, 101*ms), mk(50000, true, 0, 101*ms)},
 		"window too short":     {mk(1000, true, 0, 50*ms), mk(2000, true, 0, 49*ms)},
-		"refused, not full":    {mk(1000, true, 0, 100*ms), mk(101500, true, 0, 100*ms), mk(101600, false, 0, 0), mk(250000, true, 0, 100*ms)},
+		"refused, not full":    {mk(1000, true, 0, 101*ms), mk(101500, true, 0, 101*ms), mk(101600, false, 0, 0), mk(250000, true, 0, 101*ms)},
 	} {
 		if _, err := checkFixedWindow(calls, n, w); err == nil {
 			t.Errorf("%s: not caught", name)
@@ -111,20 +111,20 @@ func TestCheckSlidingWindow_catchesViolations(t *testing.T) {
 func TestCheckLockout_catchesViolations(t *testing.T) {
 	const n, w, lock = 2, 100 * ms, 300 * ms
 	good := []call{
-		mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms),
+		mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 301*ms, 301*ms),
 		mk(200000, false, 103*ms, 103*ms), // the window is over, the lock is not
-		mk(304000, true, 0, 100*ms), mk(305000, true, 0, 99*ms), mk(306000, false, 300*ms, 300*ms),
+		mk(304000, true, 0, 101*ms), mk(305000, true, 0, 99*ms), mk(306000, false, 301*ms, 301*ms),
 	}
 	if locks, err := checkLockout(good, n, w, lock); err != nil || locks != 2 {
 		t.Fatalf("a good history: %d locks, %v; want 2, nil", locks, err)
 	}
 	for name, calls := range map[string][]call{
-		"allowed in the lock":  {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms), mk(200000, true, 0, 100*ms)},
-		"refused after it":     {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 300*ms, 300*ms), mk(310000, false, 0, 0)},
-		"no lock":              {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 98*ms, 98*ms)},
-		"too many":             {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(3000, true, 0, 98*ms)},
-		"refused too early":    {mk(1000, true, 0, 100*ms), mk(2000, false, 300*ms, 300*ms)},
-		"refused after window": {mk(1000, true, 0, 100*ms), mk(2000, true, 0, 99*ms), mk(150000, false, 300*ms, 300*ms)},
+		"allowed in the lock":  {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 301*ms, 301*ms), mk(200000, true, 0, 101*ms)},
+		"refused after it":     {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 301*ms, 301*ms), mk(340000, false, 0, 0)},
+		"no lock":              {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, false, 98*ms, 98*ms)},
+		"too many":             {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(3000, true, 0, 98*ms)},
+		"refused too early":    {mk(1000, true, 0, 101*ms), mk(2000, false, 301*ms, 301*ms)},
+		"refused after window": {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(150000, false, 301*ms, 301*ms)},
 	} {
 		if _, err := checkLockout(calls, n, w, lock); err == nil {
 			t.Errorf("%s: not caught", name)

@@ -7,6 +7,8 @@
 -- ARGV[4]  lock time, milliseconds; 0 = no lockout
 --
 -- Returns {allowed (0/1), remaining, retry after us, reset after us, now us}.
+-- Redis keeps a key until its expiry time has passed (now > expiry, in ms),
+-- so both durations are the key's PTTL plus one millisecond.
 --
 -- The window starts with its first allowed call: INCRBY creates the counter
 -- and its expiry is set then. A refused call leaves the counter alone unless
@@ -33,12 +35,12 @@ if count + n <= limit then
       ttl = window
     end
   end
-  return {1, limit - after, 0, ttl * 1000, now}
+  return {1, limit - after, 0, (ttl + 1) * 1000, now}
 end
 
 if lock > 0 and count <= limit then
   redis.call('SET', KEYS[1], limit + 1, 'PX', lock)
-  return {0, 0, lock * 1000, lock * 1000, now}
+  return {0, 0, (lock + 1) * 1000, (lock + 1) * 1000, now}
 end
 
 local ttl = redis.call('PTTL', KEYS[1])
@@ -46,4 +48,4 @@ if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], window)
   ttl = window
 end
-return {0, limit - count, ttl * 1000, ttl * 1000, now}
+return {0, limit - count, (ttl + 1) * 1000, (ttl + 1) * 1000, now}

@@ -57,8 +57,8 @@ func TestFixedWindow_lockout(t *testing.T) {
 				}
 				// The (n+1)-th call is refused and locks the key ...
 				res, err := lim.Allow(ctx, key)
-				if err != nil || res.Allowed || res.RetryAfter != tc.lock {
-					t.Fatalf("call %d = %+v, %v; want refused, RetryAfter %v", n+1, res, err, tc.lock)
+				if err != nil || res.Allowed || res.RetryAfter != tc.lock+time.Millisecond {
+					t.Fatalf("call %d = %+v, %v; want refused, RetryAfter %v (+1 ms)", n+1, res, err, tc.lock)
 				}
 				lockedAt := res.at
 				calls = append(calls, call{at: res.at, res: res})
