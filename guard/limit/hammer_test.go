@@ -112,5 +112,5 @@ const (
 	hammerWindow     = 300 * time.Millisecond
 	hammerLimit      = 20
 	hammerWindows    = 5
-	hammerRunsHalves = 13 // run for 6.5 windows, more than hammerWindows
+	hammerRunsHalves = 15 // run for 7.5 windows, well over hammerWindows
 )
