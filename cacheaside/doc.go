@@ -48,9 +48,23 @@
 // through: if the token read before the load expires, the key is either
 // missing at store time (refused) or holds a new random token (refused).
 // The :ver key lives for the entry's longest lifetime plus LockTTL plus a
-// minute, so in normal operation it outlives its entry and refusals stay
-// rare. See the package README for the eviction policy this needs: none;
-// losing :ver or :lock keys costs at most an extra load.
+// minute (every store extends it), so in normal operation it outlives its
+// entry and refusals stay rare.
+//
+// Shared loads in one process (SingleFlight, and the local side of Mutex)
+// keep the guarantee too: a caller that joined a load after the Redis step
+// that validates it, or any joiner of a load whose store was refused, does
+// not take its result but reads again.
+//
+// # Eviction and failover
+//
+// All three keys may be evicted by an LRU/LFU maxmemory-policy. An evicted
+// entry costs a reload; an evicted :ver key makes the stores of the loads
+// in flight be refused (an extra load later, never a stale value); an
+// evicted :lock key may let a second process load the same id at once
+// (duplicate work, still version-checked). After a failover to a replica
+// that missed recent writes, an Invalidate may be lost: the stale entry
+// then lives until its TTL, which bounds the damage.
 //
 // # Failure
 //
