@@ -50,10 +50,7 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 		return ids[0], nil
 	})
 	if err != nil {
-		if errors.Is(err, cacheaside.ErrNotFound) {
-			return zero, notFoundErr(l.name, key)
-		}
-		return zero, fmt.Errorf("repo: %s %s: %w", l.name, key, err)
+		return zero, mapErr(l.name, key, err)
 	}
 	row, err := r.Get(ctx, id)
 	switch {

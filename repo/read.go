@@ -83,7 +83,7 @@ func (r *Repository[T, ID]) GetMany(ctx context.Context, ids []ID) (map[ID]T, er
 		out[byKey[k]] = v
 	}
 	if err != nil {
-		return out, fmt.Errorf("repo: %s: get %d ids: %w", r.c.name, len(keys), err)
+		return out, mapErr(r.c.name, fmt.Sprintf("(%d ids)", len(keys)), err)
 	}
 	return out, nil
 }
@@ -131,10 +131,17 @@ func (r *Repository[T, ID]) Exists(ctx context.Context, id ID) (bool, error) {
 // answer (cached, filtered or loaded) becomes ErrNotFound, anything else
 // gets the entity and id.
 func (c *core[T, ID]) mapErr(key string, err error) error {
-	if errors.Is(err, cacheaside.ErrNotFound) { // ErrNotFound matches it too
-		return notFoundErr(c.name, key)
+	return mapErr(c.name, key, err)
+}
+
+func mapErr(name, key string, err error) error {
+	switch {
+	case errors.Is(err, cacheaside.ErrNotFound): // ErrNotFound matches it too
+		return notFoundErr(name, key)
+	case errors.Is(err, cacheaside.ErrInvalidID):
+		return fmt.Errorf("repo: %s: %w: %w", name, ErrInvalidID, err)
 	}
-	return fmt.Errorf("repo: %s %s: %w", c.name, key, err)
+	return fmt.Errorf("repo: %s %s: %w", name, key, err)
 }
 
 // notFoundErr is ErrNotFound with the entity and id.

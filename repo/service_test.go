@@ -308,7 +308,7 @@ func TestRepository_Get_badInput(t *testing.T) {
 		t.Fatalf("Get(\"\"): %v", err)
 	}
 	long := string(slices.Repeat([]byte("x"), 2000))
-	if _, err := skus.Get(ctx, long); err == nil || errors.Is(err, repo.ErrNotFound) {
+	if _, err := skus.Get(ctx, long); !errors.Is(err, repo.ErrInvalidID) {
 		t.Fatalf("Get of a 2000-byte id: %v", err)
 	}
 }
