@@ -376,3 +376,37 @@ func TestGenerator_Next_reseedOnceAcrossProcesses(t *testing.T) {
 		t.Fatalf("DB mark = %d, want 200: exactly one re-seed reservation", m)
 	}
 }
+
+// Eviction may take one key of a day and leave the other.
+func TestGenerator_Next_partialKeyLoss(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	// RefillAt 1: no background refill to race with the checks below.
+	g := e.gen(t, func(o *seqgen.Options) { o.Segment = 100; o.RefillAt = 1 })
+	for i := 0; i < 5; i++ {
+		mustNext(t, g, "ORD")
+	}
+	counter := e.r.Namespace + ":seq:{ORD}:20261129"
+
+	// The mark alone is lost: the counter waits for a segment above the DB
+	// mark (100) and jumps to it.
+	if err := e.r.Client.Del(ctx, counter+":hw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterOf(t, mustNext(t, g, "ORD"), "ORD20261129"); got != 101 {
+		t.Fatalf("after losing the mark, Next = %d, want 101", got)
+	}
+	// The reservation moved the DB mark to 5 + 100 = 105.
+	if m := dbMark(t, e.pg.DB, "ORD", "20261129"); m != 105 {
+		t.Fatalf("DB mark = %d, want 105", m)
+	}
+
+	// The counter alone is lost: re-seeded at the DB mark.
+	if err := e.r.Client.Del(ctx, counter).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterOf(t, mustNext(t, g, "ORD"), "ORD20261129"); got != 106 {
+		t.Fatalf("after losing the counter, Next = %d, want 106", got)
+	}
+}
