@@ -55,8 +55,9 @@ type Generator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background refills
 
+	closed atomic.Bool // set once by Close, under mu
+
 	mu      sync.Mutex
-	closed  bool               // guarded by mu
 	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
 }
 
@@ -117,7 +118,7 @@ func (g *Generator) NextN(ctx context.Context, biz string, n int) ([]string, err
 // close the Redis client or the DB. Calls after Close return ErrClosed.
 func (g *Generator) Close() error {
 	g.mu.Lock()
-	g.closed = true
+	g.closed.Store(true)
 	g.mu.Unlock()
 	g.cancel()
 	g.wg.Wait()
@@ -129,7 +130,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 	if err := ctx.Err(); err != nil {
 		return 0, Day{}, err
 	}
-	if g.isClosed() {
+	if g.closed.Load() {
 		return 0, Day{}, ErrClosed
 	}
 	escBiz, err := checkBiz(biz)
@@ -222,10 +223,4 @@ func (g *Generator) token() string {
 	b = append(b, ':')
 	b = strconv.AppendUint(b, g.seq.Add(1), 10)
 	return string(b)
-}
-
-func (g *Generator) isClosed() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed
 }

@@ -52,7 +52,7 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 // It is bounded by LeaseTTL and cancelled by Close.
 func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, last int64) {
 	g.mu.Lock()
-	closed := g.closed
+	closed := g.closed.Load()
 	if !closed {
 		g.wg.Add(1) // under mu, so that Close's Wait cannot miss it
 	}
