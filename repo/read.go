@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gorm.io/gorm/clause"
+
 	"github.com/asidekit/asidekit/cacheaside"
 )
 
@@ -92,14 +94,17 @@ func (r *Repository[T, ID]) GetMany(ctx context.Context, ids []ID) (map[ID]T, er
 // SELECT, keyed by cache id.
 func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey map[string]ID) (map[string]T, error) {
 	out := make(map[string]T, len(keys))
-	ids := make([]ID, 0, min(len(keys), r.c.batch))
+	col := clause.Column{Table: clause.CurrentTable, Name: r.c.pk.DBName}
+	// []any, not []ID: GORM would expand an ID that is itself an array
+	// (a [16]byte uuid) into a row value.
+	ids := make([]any, 0, min(len(keys), r.c.batch))
 	for start := 0; start < len(keys); start += r.c.batch {
 		ids = ids[:0]
 		for _, k := range keys[start:min(start+r.c.batch, len(keys))] {
 			ids = append(ids, byKey[k])
 		}
 		var rows []T
-		if err := r.conn(ctx).Where(r.c.pkEq(ids)).Find(&rows).Error; err != nil {
+		if err := r.conn(ctx).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("repo: %s: load %d ids: %w", r.c.name, len(ids), err)
 		}
 		for i := range rows {
