@@ -174,17 +174,16 @@ func PenetrationVariants(p PenetrationParams) []Variant {
 	}
 }
 
-// AvalancheVariants are asidekit's avalanche variants, through repo with
-// the Mutex strategy: no_jitter (every key expires after exactly TTL),
-// jitter (TTL spread by ±p.Jitter) and cache_down (jitter, with Redis cut
-// off mid-run and DB loads capped at p.MaxConcurrentLoads per process).
+// AvalancheVariants are asidekit's avalanche variants, through repo:
+// no_jitter (every key expires after exactly TTL) and jitter (TTL spread
+// by ±p.Jitter) with strategy SingleFlight (concurrent misses of a key in
+// one process share a load), so that jitter is the only difference between
+// them; and cache_down (jitter, the Mutex strategy, Redis cut off
+// mid-run and DB loads capped at p.MaxConcurrentLoads per process).
 func AvalancheVariants(p AvalancheParams) []Variant {
-	base := cacheaside.Policy{Strategy: cacheaside.Mutex}
-	noJitter := base
-	noJitter.Jitter = -1
-	jitter := base
-	jitter.Jitter = p.Jitter
-	down := jitter
+	noJitter := cacheaside.Policy{Strategy: cacheaside.SingleFlight, Jitter: -1}
+	jitter := cacheaside.Policy{Strategy: cacheaside.SingleFlight, Jitter: p.Jitter}
+	down := cacheaside.Policy{Strategy: cacheaside.Mutex, Jitter: p.Jitter}
 	down.MaxConcurrentLoads = max(p.MaxConcurrentLoads, 1)
 	cd := repoVariant("cache_down", fmt.Sprintf("Redis cut off for %v; DB loads capped at %d per process (MaxConcurrentLoads)", p.OutageFor, down.MaxConcurrentLoads), down, nil)
 	cd.Outage = true

@@ -71,10 +71,12 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 	}
 	defer cleanup()
 
-	t0 := time.Now()
 	if err := warm(ctx, subs[0], ids, p.Load); err != nil {
 		return row, fmt.Errorf("warm-up: %w", err)
 	}
+	// The keys were written at the end of the warm-up: from here they
+	// expire after TTL, a whole number of buckets.
+	t0 := time.Now()
 	rec := &recorder{}
 	env.dbc.rec.Store(rec)
 	env.dbc.maxInflight.Store(env.dbc.inflight.Load())

@@ -37,7 +37,7 @@ func (e *Env) openRedis(ctx context.Context, cfg Config) error {
 		e.onClose(func() error { mr.Close(); return nil })
 		e.EmbeddedRedis, e.RedisAddrs = true, []string{mr.Addr()}
 	}
-	e.admin = newClient(e.RedisAddrs, e.Cluster)
+	e.admin = newClient(e.RedisAddrs, e.Cluster, e.EmbeddedRedis)
 	admin := e.admin
 	e.onClose(admin.Close)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,11 +54,14 @@ func (s *bareSubject) Get(ctx context.Context, id int64) (Value, error) {
 }
 
 // RunHit measures the hit path: for each value size, one goroutine reads
-// p.Keys warm keys in a loop through BareVariant and through each variant,
-// alternating over p.Rounds rounds. Values come from a synthetic loader
-// (no database): only hits are measured. Rows report ns_per_op (the mean
-// of the variant's fastest round), allocs_per_op (from runtime.MemStats)
-// and ratio (ns_per_op over bare's at the same size).
+// p.Keys warm keys in turn through BareVariant and through each variant.
+// The reads are split into batches of p.Ops/p.Rounds; each batch runs
+// every variant back to back (in rotating order), so that the machine's
+// load at that moment weighs on all of them alike. Values come from a
+// synthetic loader (no database): only hits are measured. Rows report
+// ns_per_op (the median batch), allocs_per_op (process-wide mallocs per
+// read, from runtime.MemStats) and ratio (the median over batches of the
+// variant's time over bare's in the same batch).
 func RunHit(ctx context.Context, env *Env, p HitParams, variants []Variant) (Result, error) {
 	if p.Rounds <= 0 {
 		p.Rounds = 5
@@ -93,19 +97,24 @@ func RunHit(ctx context.Context, env *Env, p HitParams, variants []Variant) (Res
 				}
 			}
 		}
-		best := make([]float64, len(all))
+		batches := make([][]float64, len(all)) // ns/op of each batch
+		ratios := make([][]float64, len(all))  // over bare's, same batch
 		allocs := make([]float64, len(all))
 		errs := make([]int64, len(all))
 		for r := 0; r < p.Rounds; r++ {
+			ns := make([]float64, len(all))
 			for k := range all {
 				i := (k + r) % len(all) // rotate who goes first
-				ns, al, ne := hitRound(ctx, subs[i], p.Keys, perRound)
-				if r == 0 || ns < best[i] {
-					best[i] = ns
-				}
+				var al float64
+				var ne int64
+				ns[i], al, ne = hitRound(ctx, subs[i], p.Keys, perRound)
+				batches[i] = append(batches[i], ns[i])
 				allocs[i] += al / float64(p.Rounds)
 				errs[i] += ne
 				tr.Add(int64(perRound))
+			}
+			for i := range all {
+				ratios[i] = append(ratios[i], ns[i]/ns[0])
 			}
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -116,18 +125,23 @@ func RunHit(ctx context.Context, env *Env, p HitParams, variants []Variant) (Res
 			row.Set(MetricValueBytes, float64(len(sample)))
 			row.Set(MetricRequests, float64(perRound*p.Rounds))
 			row.Set(MetricErrors, float64(errs[i]))
-			row.Set(MetricNsPerOp, best[i])
+			row.Set(MetricNsPerOp, median(batches[i]))
 			row.Set(MetricAllocsPerOp, allocs[i])
-			row.Set(MetricRatio, best[i]/best[0])
+			row.Set(MetricRatio, median(ratios[i]))
 			res.Rows = append(res.Rows, row)
 		}
 	}
-	res.Notes = append(res.Notes, "one goroutine, warm keys only; ns_per_op is the mean of each variant's fastest round, allocs_per_op is process-wide mallocs per read")
+	res.Notes = append(res.Notes, fmt.Sprintf("one goroutine, warm keys only, %d batches of %d reads per variant; "+
+		"ns_per_op is the median batch, ratio the median of per-batch ratios to bare; allocs_per_op counts the whole process's mallocs",
+		p.Rounds, perRound))
 	return res, nil
 }
 
 // hitRound reads n ids in turn and returns ns/op, allocs/op and errors.
 func hitRound(ctx context.Context, s Subject, keys, n int) (nsPerOp, allocsPerOp float64, errs int64) {
+	// Start every batch from a collected heap, so that one variant's
+	// garbage is not collected during another's batch.
+	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -140,6 +154,19 @@ func hitRound(ctx context.Context, s Subject, keys, n int) (nsPerOp, allocsPerOp
 	el := time.Since(start)
 	runtime.ReadMemStats(&after)
 	return float64(el.Nanoseconds()) / float64(n), float64(after.Mallocs-before.Mallocs) / float64(n), errs
+}
+
+// median returns the median of xs (0 if empty); xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func sizeLabel(n int) string {

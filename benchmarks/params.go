@@ -29,10 +29,11 @@ type HitParams struct {
 	// Keys is the number of distinct cached keys read in turn.
 	Keys int `json:"keys"`
 	// Ops is the number of reads per variant and value size, split over
-	// Rounds rounds that alternate between the variants.
+	// Rounds batches; each batch runs every variant back to back.
 	Ops int `json:"ops"`
-	// Rounds is the number of alternating rounds; ns_per_op is the mean of
-	// a variant's fastest round. Default 5 when zero.
+	// Rounds is the number of batches; ns_per_op is a variant's median
+	// batch and ratio the median of its per-batch ratios. Default 5 when
+	// zero.
 	Rounds int `json:"rounds"`
 	// ValueSizes are the approximate JSON sizes of the cached values, in
 	// bytes. Default {200, 4096} when empty.
@@ -116,9 +117,9 @@ type Params struct {
 func QuickParams() Params {
 	l := Load{Instances: 2, Goroutines: 8}
 	return Params{
-		Hit:         HitParams{Keys: 100, Ops: 2000, Rounds: 5, ValueSizes: []int{200, 4096}},
+		Hit:         HitParams{Keys: 100, Ops: 6000, Rounds: 150, ValueSizes: []int{200, 4096}},
 		Penetration: PenetrationParams{Load: l, Rows: 1000, AbsentIDs: 1000, Reads: 3000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 16}, Keys: 400, TTL: 5 * time.Second, Jitter: 0.6,
+		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 16}, Keys: 200, TTL: 5 * time.Second, Jitter: 0.6,
 			Tail: 500 * time.Millisecond, MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
 		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
@@ -129,9 +130,9 @@ func QuickParams() Params {
 func DefaultParams() Params {
 	l := Load{Instances: 4, Goroutines: 16}
 	return Params{
-		Hit:         HitParams{Keys: 1000, Ops: 20000, Rounds: 5, ValueSizes: []int{200, 4096}},
+		Hit:         HitParams{Keys: 1000, Ops: 20000, Rounds: 500, ValueSizes: []int{200, 4096}},
 		Penetration: PenetrationParams{Load: l, Rows: 10000, AbsentIDs: 10000, Reads: 30000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: l, Keys: 2000, TTL: 10 * time.Second, Jitter: 0.5, Tail: time.Second,
+		Avalanche: AvalancheParams{Load: l, Keys: 1000, TTL: 10 * time.Second, Jitter: 0.6, Tail: time.Second,
 			MaxConcurrentLoads: 4, OutageAt: 2 * time.Second, OutageFor: 3 * time.Second},
 		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"testing"
+)
+
+func TestRun_badFlags(t *testing.T) {
+	cases := [][]string{
+		{"-nosuchflag", "hit"},
+		{"-instances", "x", "hit"},
+		{},                     // no scenario
+		{"-quick", "stampede"}, // unknown scenario
+		{"-progress", "maybe", "hit"},
+		{"-embedded", "-redis", "127.0.0.1:6379", "hit"},
+		{"-redis", "127.0.0.1:6379", "-redis-cluster", "127.0.0.1:7000", "hit"},
+		{"-instances", "-3", "hit"},
+	}
+	for _, args := range cases {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("run(%q) = %d, want 2", args, code)
+		}
+		if !strings.Contains(errb.String(), "usage: asidebench") {
+			t.Errorf("run(%q): no usage on stderr: %q", args, errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("run(%q) wrote to stdout: %q", args, out.String())
+		}
+	}
+}
+
+func TestRun_help(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 {
+		t.Errorf("run(-h) = %d, want 0", code)
+	}
+	if !strings.Contains(errb.String(), "SCENARIO") {
+		t.Errorf("run(-h) printed no usage: %q", errb.String())
+	}
+}
+
+func TestRun_unreachableRedis(t *testing.T) {
+	// A port nothing listens on: bind one, then close it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+
+	var out, errb bytes.Buffer
+	if code := run([]string{"-redis", addr, "hit"}, &out, &errb); code != 1 {
+		t.Fatalf("run = %d, want 1; stderr %q", code, errb.String())
+	}
+	msg := errb.String()
+	if n := strings.Count(strings.TrimSpace(msg), "\n"); n != 0 {
+		t.Errorf("stderr has %d lines, want one: %q", n+1, msg)
+	}
+	if !strings.Contains(msg, addr) || !strings.Contains(msg, "unreachable") {
+		t.Errorf("stderr %q does not name %s as unreachable", msg, addr)
+	}
+}
+
+func TestParseScenarios(t *testing.T) {
+	got, err := parseScenarios([]string{"seqgen", "all", "hit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen" {
+		t.Errorf("all expanded to %v", got)
+	}
+	got, err = parseScenarios([]string{"breakdown", "hit", "breakdown"})
+	if err != nil || strings.Join(got, ",") != "hit,breakdown" {
+		t.Errorf("parseScenarios = %v, %v; want [hit breakdown] in canonical order, once each", got, err)
+	}
+}
+
+func TestCommandLine_hidesDSN(t *testing.T) {
+	got := commandLine([]string{"-postgres", "postgres://u:secret@h/db", "-quick", "-postgres=postgres://u:secret@h/db", "all"})
+	if strings.Contains(got, "secret") {
+		t.Errorf("commandLine leaks the DSN: %s", got)
+	}
+	if !strings.HasSuffix(got, "-quick -postgres='<dsn>' all") {
+		t.Errorf("commandLine = %s", got)
+	}
+}
