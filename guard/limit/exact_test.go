@@ -65,11 +65,11 @@ func TestSlidingWindow_exact(t *testing.T) {
 	})
 }
 
-// The bucket algorithms: a burst of 10, then one call per 25 ms (10 per
-// 250 ms "window"), hammered across 6 such windows.
+// The bucket algorithms: a burst of 10, then one call per 20 ms (10 per
+// 200 ms "window"), hammered across 7.5 such windows.
 const (
 	bucketBurst  = 10
-	bucketPeriod = 250 * time.Millisecond
+	bucketPeriod = 200 * time.Millisecond
 )
 
 func TestGCRA_exact(t *testing.T) {

@@ -9,6 +9,9 @@
 -- ARGV[4]  n: units asked for, 1 <= n <= capacity
 --
 -- Returns {allowed (0/1), remaining, retry after us, reset after us, now us}.
+--
+-- The expiry only cleans up: the state is judged by TIME, so it gets a
+-- second of margin against Redis' coarser expiry clock.
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local capacity = tonumber(ARGV[1])
@@ -30,7 +33,7 @@ if level + n <= capacity then
   level = level + n
   local drain = math.ceil(level * period / leak)
   redis.call('HSET', KEYS[1], 'level', level, 'ts', now)
-  redis.call('PEXPIRE', KEYS[1], math.ceil(drain / 1000))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(drain / 1000) + 1000)
   return {1, math.floor(capacity - level), 0, drain, now}
 end
 

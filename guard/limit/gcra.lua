@@ -10,6 +10,9 @@
 --
 -- n calls are allowed at now if max(TAT, now) + n*T - B*T <= now; the TAT
 -- then moves to max(TAT, now) + n*T. All values are integers below 2^53.
+--
+-- The expiry only cleans up: the state is judged by TIME, so it gets a
+-- second of margin against Redis' coarser expiry clock.
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local interval = tonumber(ARGV[1])
@@ -24,7 +27,7 @@ local new_tat = tat + n * interval
 local allow_at = new_tat - burst * interval
 
 if allow_at <= now then
-  redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+  redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil((new_tat - now) / 1000) + 1000)
   return {1, math.floor((now - allow_at) / interval), 0, new_tat - now, now}
 end
 

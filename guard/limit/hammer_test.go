@@ -109,7 +109,7 @@ func countAllowed(calls []call) int {
 const (
 	hammerInstances  = 3
 	hammerGoroutines = 50
-	hammerWindow     = 300 * time.Millisecond
+	hammerWindow     = 200 * time.Millisecond
 	hammerLimit      = 20
 	hammerWindows    = 5
 	hammerRunsHalves = 15 // run for 7.5 windows, well over hammerWindows

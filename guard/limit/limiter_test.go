@@ -65,7 +65,7 @@ func TestLimiter_AllowN_thenRefuseThenReset(t *testing.T) {
 				}
 			}
 			res, err = lim.Allow(ctx, key)
-			if err != nil || res.Allowed || res.Remaining != 0 || res.RetryAfter <= 0 || res.RetryAfter > time.Hour {
+			if err != nil || res.Allowed || res.Remaining != 0 || res.RetryAfter <= 0 || res.RetryAfter > time.Hour+time.Second {
 				t.Fatalf("Allow on a full key = %+v, %v; want refused, 0 remaining", res, err)
 			}
 			if err := lim.Reset(ctx, key); err != nil {
@@ -177,8 +177,8 @@ func TestLimiter_keyLayout(t *testing.T) {
 		r.Namespace + ":rl:{gcra:a%20b%0A}",
 	} {
 		ttl, err := r.Client.PTTL(ctx, k).Result()
-		if err != nil || ttl <= 0 || ttl > time.Second {
-			t.Errorf("key %s: PTTL %v, %v; want an expiry within 1s", k, ttl, err)
+		if err != nil || ttl <= 0 || ttl > 2*time.Second {
+			t.Errorf("key %s: PTTL %v, %v; want an expiry within 2s", k, ttl, err)
 		}
 	}
 }

@@ -7,6 +7,9 @@
 --
 -- Returns 1 if the lease was held (unexpired) and is now released or
 -- refreshed, 0 if it had expired or was gone (an expired lease is removed).
+--
+-- The expiry only cleans up: the state is judged by TIME, so it gets a
+-- second of margin against Redis' coarser expiry clock.
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local ttl = tonumber(ARGV[2])
@@ -23,5 +26,5 @@ end
 
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-redis.call('PEXPIRE', KEYS[1], math.ceil((last - now) / 1000))
+redis.call('PEXPIRE', KEYS[1], math.ceil((last - now) / 1000) + 1000)
 return 1

@@ -11,6 +11,9 @@
 --
 -- The window is (now - window, now]: a call made exactly one window ago no
 -- longer counts. Only allowed calls are logged.
+--
+-- The expiry only cleans up: the state is judged by TIME, so it gets a
+-- second of margin against Redis' coarser expiry clock.
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local limit = tonumber(ARGV[1])
@@ -32,7 +35,7 @@ if count + n <= limit then
     redis.call('ZADD', KEYS[1], unpack(args))
     i = i + 100
   end
-  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1000)
   return {1, limit - count - n, 0, window, now}
 end
 

@@ -14,6 +14,9 @@
 -- with elapsed the milliseconds since window w began. The test is computed
 -- multiplied by window, in integers (the caller keeps 2 * limit * window
 -- below 2^53 so that doubles hold them exactly).
+--
+-- The expiry only cleans up: the state is judged by TIME, so it gets a
+-- second of margin against Redis' coarser expiry clock.
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local limit = tonumber(ARGV[1])
@@ -44,7 +47,7 @@ if weighted + (cur + n) * window <= limit * window then
   cur = cur + n
   redis.call('HSET', KEYS[1], 'w', w, 'cur', cur, 'prev', prev)
   -- Keep the state until the current window has slid out completely.
-  redis.call('PEXPIRE', KEYS[1], (w + 2) * window - ms)
+  redis.call('PEXPIRE', KEYS[1], (w + 2) * window - ms + 1000)
   local remaining = math.floor((limit * window - weighted - cur * window) / window)
   return {1, remaining, 0, (w + 2) * window * 1000 - now, now}
 end
