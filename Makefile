@@ -15,13 +15,22 @@ all: lint test
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-## demo: the main job on the embedded backend (in-process miniredis + SQLite).
+## demo: asidebench, every scenario at -quick sizes, on the embedded backend
+## (in-process miniredis with wall-clock TTLs + SQLite): no server needed.
+## Counts are faithful there; latencies are not representative.
 demo:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./benchmarks/cmd/asidebench -embedded -quick all
 
-## bench: Go benchmarks against the real servers.
+## bench: asidebench, every scenario, on the real servers named by
+## ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS);
+## writes out/bench/results.json and out/bench/report.md with its charts.
+## BENCHFLAGS=-quick for the one-minute sizes.
+BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+	@test -n "$$ASIDEKIT_POSTGRES_DSN" && test -n "$$ASIDEKIT_REDIS_ADDR$$ASIDEKIT_REDIS_CLUSTER_ADDRS" || \
+		{ echo "bench: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS)"; exit 2; }
+	mkdir -p out/bench
+	$(GO) run ./benchmarks/cmd/asidebench $(BENCHFLAGS) -json out/bench/results.json -out out/bench all
 
 ## cover: tests with coverage; writes coverage.out and prints a summary.
 cover:
