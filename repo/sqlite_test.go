@@ -1,0 +1,112 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+)
+
+// The embedded backend of the demo: SQLite (pure Go) and miniredis. The
+// one test here that does not run on the real servers.
+func TestRepository_sqliteAndMiniredis(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	db, err := gorm.Open(sqlite.Open("file:"+t.Name()+"?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Migrate(db); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, db, rdb, "smoke")
+	users := e.users(t, repo.Options{Filter: e.filterOptions(1000)})
+	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000), UniqueKey: []string{"address", "room"}})
+	ctx := context.Background()
+
+	// Create, then read twice: the second read is a cache hit.
+	u := schema.User{Email: "ada@example.com", Name: "Ada"}
+	if err := users.Create(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	e.reset()
+	for range 2 {
+		if got, err := users.Get(ctx, u.ID); err != nil || got.Email != u.Email {
+			t.Fatalf("Get = %+v, %v", got, err)
+		}
+	}
+	if n := e.sql.count(""); n != 1 {
+		t.Fatalf("two Gets ran %d SQL statements, want 1", n)
+	}
+	if users.Stats().Hits != 1 {
+		t.Fatalf("stats %+v", users.Stats())
+	}
+
+	// Update, GetBy, GetMany, Delete.
+	u.Name = "Ada Lovelace"
+	if err := users.Update(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := users.GetBy(ctx, "email", u.Email); err != nil || got.Name != u.Name {
+		t.Fatalf("GetBy = %+v, %v", got, err)
+	}
+	many, err := users.GetMany(ctx, []int64{u.ID, u.ID + 100})
+	if err != nil || len(many) != 1 {
+		t.Fatalf("GetMany = %v, %v", many, err)
+	}
+	if err := users.Delete(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = users.Get(ctx, u.ID)
+	isNotFound(t, err)
+
+	// A rolled-back transaction leaves nothing behind.
+	boom := errors.New("boom")
+	err = repo.Transaction(ctx, db, func(tx *repo.Tx) error {
+		v := schema.User{Email: "tx@example.com", Name: "Tx"}
+		if err := users.WithTx(tx).Create(ctx, &v); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	_, err = users.GetBy(ctx, "email", "tx@example.com")
+	isNotFound(t, err)
+
+	// InsertIfAbsent de-duplicates on SQLite's ON CONFLICT too.
+	for round := range 2 {
+		for i := range 10 {
+			l := schema.Listing{Address: fmt.Sprintf("%d Elm St", i), Room: "1", Rent: 500}
+			ok, err := listings.InsertIfAbsent(ctx, &l)
+			if err != nil || ok != (round == 0) {
+				t.Fatalf("round %d, listing %d: %v, %v", round, i, ok, err)
+			}
+		}
+	}
+	var n int64
+	db.Model(&schema.Listing{}).Count(&n)
+	if n != 10 {
+		t.Fatalf("%d listings, want 10", n)
+	}
+
+	// Filter upkeep works on miniredis's Lua.
+	if err := users.WarmFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := listings.RebuildFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
