@@ -1,0 +1,177 @@
+package repo_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+)
+
+// exampleSetup connects to Redis at $ASIDEKIT_REDIS_ADDR (127.0.0.1:6379
+// by default) under a fresh namespace, and opens an in-memory SQLite
+// database with the sample schema. cleanup removes the namespace's keys.
+func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns string, cleanup func()) {
+	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr})
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	ns = "example-" + hex.EncodeToString(b)
+	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
+	if err != nil {
+		panic(err)
+	}
+	db, err = gorm.Open(sqlite.Open("file:"+ns+"?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		panic(err)
+	}
+	if err := schema.Migrate(db); err != nil {
+		panic(err)
+	}
+	return db, rdb, cache, ns, func() {
+		_ = cache.Close()
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, ns+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			rdb.Unlink(ctx, iter.Val())
+		}
+		_ = rdb.Close()
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}
+}
+
+func Example() {
+	db, _, cache, _, cleanup := exampleSetup()
+	defer cleanup()
+	ctx := context.Background()
+
+	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute},
+	})
+	if err != nil {
+		panic(err)
+	}
+	u := schema.User{Email: "ada@example.com", Name: "Ada Lovelace"}
+	if err := users.Create(ctx, &u); err != nil {
+		panic(err)
+	}
+	for range 2 {
+		got, err := users.Get(ctx, u.ID)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(got.Name)
+	}
+	st := users.Stats()
+	fmt.Printf("loads %d, hits %d\n", st.Loads, st.Hits)
+
+	_, err = users.Get(ctx, 12345)
+	fmt.Println(errors.Is(err, repo.ErrNotFound), errors.Is(err, gorm.ErrRecordNotFound))
+	// Output:
+	// Ada Lovelace
+	// Ada Lovelace
+	// loads 1, hits 1
+	// true true
+}
+
+func ExampleTransaction() {
+	db, _, cache, _, cleanup := exampleSetup()
+	defer cleanup()
+	ctx := context.Background()
+	users, err := repo.New[schema.User, int64](db, cache, repo.Options{})
+	if err != nil {
+		panic(err)
+	}
+	u := schema.User{Email: "grace@example.com", Name: "Grace"}
+	if err := users.Create(ctx, &u); err != nil {
+		panic(err)
+	}
+
+	// The rename is invalidated in the cache only once the transaction
+	// commits; had fn failed, nothing would have been.
+	err = repo.Transaction(ctx, db, func(tx *repo.Tx) error {
+		u.Name = "Grace Hopper"
+		return users.WithTx(tx).Update(ctx, &u)
+	})
+	if err != nil {
+		panic(err)
+	}
+	got, _ := users.Get(ctx, u.ID)
+	fmt.Println(got.Name)
+	// Output: Grace Hopper
+}
+
+func ExampleRepository_InsertIfAbsent() {
+	db, rdb, cache, ns, cleanup := exampleSetup()
+	defer cleanup()
+	ctx := context.Background()
+	listings, err := repo.New[schema.Listing, int64](db, cache, repo.Options{
+		Filter:       &bloom.Options{Namespace: ns, Capacity: 100_000, FalsePositiveRate: 0.01},
+		FilterClient: rdb,
+		UniqueKey:    []string{"address", "room"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range []schema.Listing{
+		{Address: "1 Main St", Room: "2B", Rent: 120000},
+		{Address: "1 Main St", Room: "3A", Rent: 95000},
+		{Address: "1 Main St", Room: "2B", Rent: 110000}, // the same flat again
+	} {
+		inserted, err := listings.InsertIfAbsent(ctx, &l)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(l.Address, l.Room, inserted)
+	}
+	// Output:
+	// 1 Main St 2B true
+	// 1 Main St 3A true
+	// 1 Main St 2B false
+}
+
+func ExampleRepository_GetBy() {
+	db, _, cache, _, cleanup := exampleSetup()
+	defer cleanup()
+	ctx := context.Background()
+	users, err := repo.New[schema.User, int64](db, cache, repo.Options{})
+	if err != nil {
+		panic(err)
+	}
+	u := schema.User{Email: "alan@example.com", Name: "Alan Turing"}
+	if err := users.Create(ctx, &u); err != nil {
+		panic(err)
+	}
+	got, err := users.GetBy(ctx, "email", "alan@example.com")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(got.Name)
+
+	u.Email = "turing@example.com"
+	if err := users.Update(ctx, &u); err != nil {
+		panic(err)
+	}
+	_, err = users.GetBy(ctx, "email", "alan@example.com")
+	fmt.Println(errors.Is(err, repo.ErrNotFound))
+	// Output:
+	// Alan Turing
+	// true
+}
