@@ -129,9 +129,10 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 	}
 
 	// Versions first, then the load, then the version-checked stores.
+	now = time.Now().UnixMilli()
 	calls := make([]scriptCall, len(missKeys))
 	for i, k := range missKeys {
-		calls[i] = scriptCall{keys: []string{k + ":ver"}, args: []any{newToken(), e.verPX}}
+		calls[i] = scriptCall{keys: []string{k, k + ":ver"}, args: []any{newToken(), e.verPX, now}}
 	}
 	if err := runScripts(ctx, e.c.client, versionScript, calls); err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
@@ -143,10 +144,27 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 		}
 		return e.loadManyDirect(ctx, missIDs, load, out)
 	}
-	vers := make([]string, len(calls))
+	// Entries stored by others since the MGET are used as they are.
+	var loadIDs, loadKeys, vers []string
 	for i := range calls {
-		vers[i], _ = calls[i].cmd.Text()
+		res, _ := calls[i].cmd.Slice()
+		ver, entry, _ := parseVersion(res)
+		if entry != nil {
+			if v, err, ok := e.decodeFresh(ctx, missKeys[i], entry); ok {
+				if err == nil {
+					out[missIDs[i]] = v
+				}
+				continue
+			}
+		}
+		loadIDs = append(loadIDs, missIDs[i])
+		loadKeys = append(loadKeys, missKeys[i])
+		vers = append(vers, ver)
 	}
+	if len(loadIDs) == 0 {
+		return out, nil
+	}
+	missIDs, missKeys = loadIDs, loadKeys
 	found, d, err := e.invokeMany(ctx, missIDs, load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		for _, id := range missIDs {

@@ -80,16 +80,9 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			v, d, err := e.invoke(ctx, id, load)
 			return e.finish(ctx, key, r.ver, token, v, d, err, st, mark)
 		case leaseNoop:
-			if h, payload, err := decodeEntry(r.entry); err == nil {
-				if h.null {
-					return zero, validMarked, ErrNotFound
-				}
-				var v T
-				if err := e.c.codec.Unmarshal(payload, &v); err == nil {
-					return v, validMarked, nil
-				}
+			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
+				return v, validMarked, err
 			}
-			e.corrupt(ctx, key)
 			continue
 		}
 		// Held by another caller: wait for its notification.

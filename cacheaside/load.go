@@ -104,11 +104,13 @@ func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
 	return zero, err
 }
 
-// loadAndStore is a miss for None and SingleFlight: read the version,
-// load, store unless invalidated meanwhile.
+// loadAndStore is a miss for None and SingleFlight: read the version (or
+// a fresh entry stored since the miss), load, store unless invalidated
+// meanwhile.
 func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
-	ver, err := versionScript.Run(ctx, e.c.client, []string{key + ":ver"}, newToken(), e.verPX).Text()
+	mark()
+	ver, entry, err := e.readVersion(ctx, key)
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
@@ -122,8 +124,53 @@ func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(
 		return v, validAll, err
 	}
 	e.c.br.success()
+	if entry != nil {
+		if v, err, ok := e.decodeFresh(ctx, key, entry); ok {
+			return v, validMarked, err
+		}
+	}
 	v, d, err := e.invoke(ctx, id, load)
 	return e.finish(ctx, key, ver, "", v, d, err, st, mark)
+}
+
+// readVersion runs version.lua for one key.
+func (e *Entity[T]) readVersion(ctx context.Context, key string) (ver string, entry []byte, err error) {
+	res, err := versionScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, time.Now().UnixMilli()).Slice()
+	if err != nil {
+		return "", nil, err
+	}
+	return parseVersion(res)
+}
+
+// parseVersion reads version.lua's reply.
+func parseVersion(res []any) (ver string, entry []byte, err error) {
+	if len(res) < 1 {
+		return "", nil, fmt.Errorf("cacheaside: version.lua returned %d values", len(res))
+	}
+	ver, _ = res[0].(string)
+	if len(res) > 1 {
+		if s, ok := res[1].(string); ok {
+			entry = []byte(s)
+		}
+	}
+	return ver, entry, nil
+}
+
+// decodeFresh decodes an entry that a script found fresh: a value, or
+// ErrNotFound for a null entry. ok is false (and the entry deleted) when it
+// does not decode.
+func (e *Entity[T]) decodeFresh(ctx context.Context, key string, entry []byte) (v T, err error, ok bool) {
+	h, payload, derr := decodeEntry(entry)
+	if derr == nil {
+		if h.null {
+			return v, ErrNotFound, true
+		}
+		if e.c.codec.Unmarshal(payload, &v) == nil {
+			return v, nil, true
+		}
+	}
+	e.corrupt(ctx, key)
+	return v, nil, false
 }
 
 // finish stores a load's outcome (a value, or a "not found" when NullTTL

@@ -115,7 +115,9 @@ func TestOutage_invalidationRetried(t *testing.T) {
 	srv := testcontainers.NewRedisServer(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	c := newCache(t, client, "outage", &Options{BreakerCooldown: 50 * time.Millisecond})
+	// The breaker opens at the first failure and stays open (holding the
+	// retries back) until the test closes it.
+	c := newCache(t, client, "outage", &Options{BreakerThreshold: 1, BreakerCooldown: time.Hour})
 	e := newEntity[user](t, c, "user", Policy{})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1", Name: "old"}); err != nil {
@@ -136,6 +138,10 @@ func TestOutage_invalidationRetried(t *testing.T) {
 	if err := client.Set(ctx, "outage:{user:1}", stale, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
+	if c.retry.size() != 1 {
+		t.Fatal("the invalidation was retried while the breaker was open")
+	}
+	c.br.success() // Redis is back: close the breaker
 	waitFor(t, 20*time.Second, func() bool { return c.retry.size() == 0 })
 	if client.Exists(ctx, "outage:{user:1}").Val() != 0 {
 		t.Fatal("the retried invalidation did not delete the entry")

@@ -80,8 +80,9 @@ type Policy struct {
 
 	// MaxConcurrentLoads caps the loader calls this entity runs at once in
 	// this process, on every path (normal misses and the fail-open path
-	// when Redis is down). A caller over the cap gets ErrOverloaded at
-	// once. Default 64; negative means no cap.
+	// when Redis is down; a GetMany batch load takes one slot). A caller
+	// over the cap gets ErrOverloaded at once. Default 64; negative means
+	// no cap.
 	MaxConcurrentLoads int
 
 	// Beta is XFetch's β for EarlyRefresh: larger recomputes earlier.
