@@ -126,6 +126,21 @@ func QuickParams() Params {
 	}
 }
 
+// EmbeddedParams are QuickParams scaled down for the embedded backend,
+// where miniredis (with its Lua interpreter) and SQLite share the
+// benchmark's own CPU: every scenario still shows its effect, and all of
+// them finish in about a minute on a small machine.
+func EmbeddedParams() Params {
+	p := QuickParams()
+	l := Load{Instances: 2, Goroutines: 4}
+	p.Hit.Keys, p.Hit.Ops, p.Hit.Rounds = 50, 2000, 50
+	p.Penetration.Load, p.Penetration.Rows, p.Penetration.AbsentIDs, p.Penetration.Reads = l, 300, 300, 900
+	p.Avalanche.Load, p.Avalanche.Keys, p.Avalanche.TTL = Load{Instances: 2, Goroutines: 8}, 100, 3*time.Second
+	p.Breakdown.Load, p.Breakdown.Duration = Load{Instances: 2, Goroutines: 8}, 2200*time.Millisecond
+	p.Seqgen.Load, p.Seqgen.Ops = l, 1000
+	return p
+}
+
 // DefaultParams are large enough to show each effect clearly.
 func DefaultParams() Params {
 	l := Load{Instances: 4, Goroutines: 16}

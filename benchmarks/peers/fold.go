@@ -97,10 +97,10 @@ func foldMetric(name string, v []float64) float64 {
 }
 
 // ratios sets vs_asidekit, vs_asidekit_min and vs_asidekit_max on every
-// row of res: metric of the row over metric of ref(row), per round (min,
-// max) and overall, either the median of the per-round ratios
-// (medianOfRounds) or the ratio of the folded values.
-func ratios(res *benchmarks.Result, rounds []benchmarks.Result, metric string, ref func(row string) string, medianOfRounds bool) {
+// row of res: key of the row over key of ref(row), per round (min, max)
+// and overall, either the median of the per-round ratios (medianOfRounds)
+// or the ratio of the folded values.
+func ratios(res *benchmarks.Result, rounds []benchmarks.Result, key func(*benchmarks.Row) (float64, bool), ref func(row string) string, medianOfRounds bool) {
 	for i := range res.Rows {
 		row := &res.Rows[i]
 		refName := ref(row.Variant)
@@ -110,8 +110,8 @@ func ratios(res *benchmarks.Result, rounds []benchmarks.Result, metric string, r
 			if a == nil || b == nil {
 				continue
 			}
-			x, okx := a.Get(metric)
-			y, oky := b.Get(metric)
+			x, okx := key(a)
+			y, oky := key(b)
 			if okx && oky {
 				per = append(per, ratio(x, y))
 			}
@@ -124,8 +124,8 @@ func ratios(res *benchmarks.Result, rounds []benchmarks.Result, metric string, r
 		if medianOfRounds {
 			overall = median(per)
 		} else {
-			x, _ := row.Get(metric)
-			y, _ := refRow.Get(metric)
+			x, _ := key(row)
+			y, _ := key(refRow)
 			overall = ratio(x, y)
 		}
 		row.Set(MetricVsAsidekit, overall)

@@ -8,15 +8,20 @@ import (
 	"github.com/asidekit/asidekit/benchmarks"
 )
 
-// Summary answers the comparison's two questions from folded results, one
-// line per finding:
+// RefBloomNull is asidekit's recommended penetration guard: Bloom filter
+// and null cache. Summary compares it with the peers' best too.
+const RefBloomNull = "asidekit/bloom_null"
+
+// Summary answers the comparison's questions from folded results, one line
+// per finding:
 //
-//   - hit: for each value size, asidekit's ns/op over the fastest
+//   - hit: for each value size, asidekit's time per read over the fastest
 //     remote-only peer's (the inverse of that peer's vs_asidekit), with the
-//     per-run range, and whether that is faster, within noise (the range
-//     reaches 1) or slower;
+//     runs' range, and whether that is at least as fast, within noise (the
+//     range reaches 1) or slower; then the same for AsidekitMsgpack;
 //   - breakdown: RefBreakdown's DB loads per expiry against every peer's;
-//   - penetration: RefPenetration's DB loads against every peer's.
+//   - penetration: RefBloomNull's and RefPenetration's DB loads against
+//     every peer's.
 func Summary(results []benchmarks.Result) []string {
 	var out []string
 	for _, res := range results {
@@ -26,36 +31,28 @@ func Summary(results []benchmarks.Result) []string {
 		case "breakdown":
 			out = append(out, countSummary(res, RefBreakdown, benchmarks.MetricDBLoadsPerExpiry, "DB loads per hot-key expiry"))
 		case "penetration":
-			out = append(out, countSummary(res, RefPenetration, benchmarks.MetricDBLoads, "DB loads for absent ids"))
+			out = append(out,
+				countSummary(res, RefBloomNull, benchmarks.MetricDBLoads, "DB loads for absent ids"),
+				countSummary(res, RefPenetration, benchmarks.MetricDBLoads, "DB loads for absent ids"))
 		}
 	}
 	return out
 }
 
-// hitSummary compares RefHit with the fastest remote-only peer per size.
+// hitSummary compares RefHit (and AsidekitMsgpack) with the fastest
+// remote-only peer at each value size.
 func hitSummary(res benchmarks.Result) []string {
 	var out []string
 	for _, ref := range res.Rows {
-		name, size, ok := strings.Cut(ref.Variant, "/")
-		if !ok || name != RefHit {
+		size, ok := strings.CutPrefix(ref.Variant, RefHit+"/")
+		if !ok {
 			continue
 		}
-		refNs, _ := ref.Get(benchmarks.MetricNsPerOp)
-		var best *benchmarks.Row
-		bestVs := math.Inf(1)
-		for i := range res.Rows {
-			r := &res.Rows[i]
-			peer, ok := strings.CutSuffix(r.Variant, "/"+size)
-			if !ok || !isPeer(peer) || LocalCached(peer) {
-				continue
-			}
-			if vs, ok := r.Get(MetricVsAsidekit); ok && vs < bestVs {
-				best, bestVs = r, vs
-			}
-		}
+		best, bestVs := fastestPeer(res, size)
 		if best == nil {
 			continue
 		}
+		refNs, _ := ref.Get(benchmarks.MetricNsPerOp)
 		peerNs, _ := best.Get(benchmarks.MetricNsPerOp)
 		lo, _ := best.Get(MetricVsAsidekitMin)
 		hi, _ := best.Get(MetricVsAsidekitMax)
@@ -68,10 +65,34 @@ func hitSummary(res benchmarks.Result) []string {
 		case rlo <= 1:
 			verdict = "within noise of"
 		}
-		out = append(out, fmt.Sprintf("hit %s: asidekit %.0f ns/op, %s the fastest remote-only peer %s (%.0f ns/op): ratio %.3f (runs %.3f–%.3f)",
-			size, refNs, verdict, strings.TrimSuffix(best.Variant, "/"+size), peerNs, r, rlo, rhi))
+		peer := strings.TrimSuffix(best.Variant, "/"+size)
+		out = append(out, fmt.Sprintf("hit %s: %s %.0f ns/op, %s the fastest remote-only peer %s (%.0f ns/op): time ratio %.3f (runs %.3f–%.3f)",
+			size, RefHit, refNs, verdict, peer, peerNs, r, rlo, rhi))
+		if m := res.Row(AsidekitMsgpack + "/" + size); m != nil {
+			mvs, _ := m.Get(MetricVsAsidekit)
+			mNs, _ := m.Get(benchmarks.MetricNsPerOp)
+			out = append(out, fmt.Sprintf("hit %s: %s %.0f ns/op: time ratio %.3f to %s (medians)", size, AsidekitMsgpack, mNs, mvs/bestVs, peer))
+		}
 	}
 	return out
+}
+
+// fastestPeer returns the remote-only peer row of size with the lowest
+// vs_asidekit.
+func fastestPeer(res benchmarks.Result, size string) (*benchmarks.Row, float64) {
+	var best *benchmarks.Row
+	bestVs := math.Inf(1)
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		peer, ok := strings.CutSuffix(r.Variant, "/"+size)
+		if !ok || !isPeer(peer) || LocalCached(peer) {
+			continue
+		}
+		if vs, ok := r.Get(MetricVsAsidekit); ok && vs < bestVs {
+			best, bestVs = r, vs
+		}
+	}
+	return best, bestVs
 }
 
 // countSummary compares ref's metric with every peer's: lower is better.
@@ -97,7 +118,7 @@ func countSummary(res benchmarks.Result, ref, metric, what string) string {
 			worse = append(worse, item)
 		}
 	}
-	s := fmt.Sprintf("%s: %s %s %s", res.Scenario, what, ref, num(refV))
+	s := fmt.Sprintf("%s: %s, %s %s", res.Scenario, what, ref, num(refV))
 	if len(better) == 0 {
 		return s + fmt.Sprintf(", no higher than any peer's (%s)", strings.Join(worse, ", "))
 	}

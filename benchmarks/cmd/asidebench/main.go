@@ -16,6 +16,10 @@
 // (miniredis ClockTTL) and SQLite through a pure-Go driver. Counts are
 // faithful there; latencies are not representative.
 //
+// -quick sizes everything to finish in about a minute; the default sizes
+// show the effects more clearly. The embedded backend uses one step smaller
+// sizes (its servers share the benchmark's CPU).
+//
 // On PostgreSQL it creates a fresh database for the run and drops it at the
 // end; in Redis it writes under a key namespace unique to the run and
 // deletes those keys at the end.
@@ -59,7 +63,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated Redis Cluster seed `ADDRS` (default $ASIDEKIT_REDIS_CLUSTER_ADDRS)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL `DSN` of a user that may create databases (default $ASIDEKIT_POSTGRES_DSN, else SQLite)")
 	fs.BoolVar(&o.embedded, "embedded", false, "use the embedded backend even if servers are configured")
-	fs.BoolVar(&o.quick, "quick", false, "small sizes: every scenario finishes in under a minute")
+	fs.BoolVar(&o.quick, "quick", false, "small sizes: all scenarios finish in about a minute (smaller still on the embedded backend)")
 	fs.StringVar(&o.jsonFile, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&o.outDir, "out", "", "write report.md and PNG charts to `DIR`")
 	fs.IntVar(&o.instances, "instances", 0, "simulated processes per scenario (`N`; default 2 with -quick, else 4)")

@@ -11,12 +11,18 @@ import (
 	"github.com/asidekit/asidekit/benchmarks"
 )
 
-// params returns the sizes for o: quick or default, with -instances and
-// -goroutines applied to every scenario.
-func (o *options) params() benchmarks.Params {
-	p := benchmarks.DefaultParams()
-	if o.quick {
+// params returns the sizes for o: quick or default (one step smaller on
+// the embedded backend, whose servers share the benchmark's CPU), with
+// -instances and -goroutines applied to every scenario.
+func (o *options) params(embedded bool) benchmarks.Params {
+	var p benchmarks.Params
+	switch {
+	case o.quick && embedded:
+		p = benchmarks.EmbeddedParams()
+	case o.quick || embedded:
 		p = benchmarks.QuickParams()
+	default:
+		p = benchmarks.DefaultParams()
 	}
 	for _, l := range []*benchmarks.Load{&p.Penetration.Load, &p.Avalanche.Load, &p.Breakdown.Load, &p.Seqgen.Load} {
 		if o.instances > 0 {
@@ -32,7 +38,7 @@ func (o *options) params() benchmarks.Params {
 // runScenarios runs each scenario, prints its table, then writes the JSON
 // file and the report. It returns the exit status.
 func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
-	p := o.params()
+	p := o.params(env.Embedded())
 	fmt.Fprintf(stdout, "asidebench: backend %s, namespace %s\n", env.Backend, env.Namespace)
 	if env.Embedded() {
 		fmt.Fprintln(stdout, "asidebench: embedded backend: counts are faithful, latencies are not representative")
