@@ -283,7 +283,7 @@ func testcontainersRedisServer(t *testing.T) redisServer {
 	return redisServer{RedisServer: s, client: c}
 }
 
-func newCacheOn(t *testing.T, rdb redis.UniversalClient, ns string) *cacheaside.Cache {
+func newCacheOn(t testing.TB, rdb redis.UniversalClient, ns string) *cacheaside.Cache {
 	t.Helper()
 	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
 	if err != nil {

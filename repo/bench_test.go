@@ -1,0 +1,64 @@
+package repo_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func benchUsers(b *testing.B, n int) (*repo.Repository[schema.User, int64], []int64) {
+	b.Helper()
+	pg := testcontainers.Postgres(b)
+	if err := schema.Migrate(pg.DB); err != nil {
+		b.Fatal(err)
+	}
+	rn := testcontainers.Redis(b)
+	cache := newCacheOn(b, rn.Client, rn.Namespace)
+	users, err := repo.New[schema.User, int64](pg.DB, cache, repo.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := make([]schema.User, n)
+	for i := range rows {
+		rows[i] = schema.User{Email: fmt.Sprintf("b%d@example.com", i), Name: "Bench"}
+	}
+	if err := pg.DB.Create(&rows).Error; err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]int64, n)
+	for i, u := range rows {
+		ids[i] = u.ID
+	}
+	if _, err := users.GetMany(context.Background(), ids); err != nil { // warm the cache
+		b.Fatal(err)
+	}
+	return users, ids
+}
+
+// A cache hit: one GET, one JSON decode.
+func BenchmarkRepository_Get_hit(b *testing.B) {
+	users, ids := benchUsers(b, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := users.Get(ctx, ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// 100 cached rows: one MGET.
+func BenchmarkRepository_GetMany_hit100(b *testing.B) {
+	users, ids := benchUsers(b, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := users.GetMany(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
