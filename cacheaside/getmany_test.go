@@ -174,3 +174,47 @@ func TestSlotOf(t *testing.T) {
 		}
 	}
 }
+
+// With AsyncRefresh, GetMany serves values past their logical expiry and
+// refreshes them in the background, as one batch.
+func TestEntity_GetMany_asyncRefresh(t *testing.T) {
+	r := testcontainers.Redis(t)
+	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user",
+		Policy{TTL: 400 * time.Millisecond, Jitter: -1, Strategy: AsyncRefresh})
+	ctx := context.Background()
+	var mu sync.Mutex
+	var batches [][]string
+	gen := 0
+	load := func(ctx context.Context, ids []string) (map[string]user, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches = append(batches, ids)
+		gen++
+		out := map[string]user{}
+		for _, id := range ids {
+			out[id] = user{ID: id, Ver: gen}
+		}
+		return out, nil
+	}
+	ids := []string{"a", "b", "c"}
+	if _, err := e.GetMany(ctx, ids, load); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(450 * time.Millisecond)
+	got, err := e.GetMany(ctx, ids, load)
+	if err != nil || len(got) != 3 || got["a"].Ver != 1 {
+		t.Fatalf("GetMany past expiry = %v, %v; want the stale values at once", got, err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		got, err := e.GetMany(ctx, ids, load)
+		return err == nil && got["a"].Ver == 2 && got["c"].Ver == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) != 2 || len(batches[1]) != 3 {
+		t.Fatalf("loader batches = %v, want the warm-up and one refresh of all three", batches)
+	}
+	if s := e.Stats(); s.Refreshes != 3 || s.StaleServed < 3 {
+		t.Fatalf("stats = %+v", s)
+	}
+}

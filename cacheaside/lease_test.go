@@ -74,13 +74,18 @@ func TestLease_lostVersionRefusesStore(t *testing.T) {
 // run every cached value is the latest.
 func TestLease_randomized(t *testing.T) {
 	for _, s := range []Strategy{None, SingleFlight, Mutex, AsyncRefresh} {
-		t.Run(s.String(), func(t *testing.T) { leaseRandomized(t, s) })
+		t.Run(s.String(), func(t *testing.T) { leaseRandomized(t, testcontainers.Redis(t), s) })
 	}
 }
 
-func leaseRandomized(t *testing.T, s Strategy) {
+func TestLease_randomized_cluster(t *testing.T) {
+	for _, s := range []Strategy{SingleFlight, Mutex} {
+		t.Run(s.String(), func(t *testing.T) { leaseRandomized(t, testcontainers.RedisCluster(t), s) })
+	}
+}
+
+func leaseRandomized(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) {
 	const ids, writers, readers, writes = 8, 4, 16, 40
-	r := testcontainers.Redis(t)
 	p := Policy{TTL: time.Minute, Strategy: s, LockTTL: time.Second, WaitTimeout: 10 * time.Second, Grace: -1}
 	if s == AsyncRefresh {
 		p.TTL, p.Grace = 30*time.Millisecond, time.Minute // stale reads are allowed; checked below
