@@ -16,6 +16,9 @@ import (
 // Chart file names WriteReport creates.
 const (
 	AvalancheChart = "avalanche.png"
+	// CacheDownChart holds the avalanche variants with an outage, whose
+	// scale would flatten the others.
+	CacheDownChart = "avalanche_cache_down.png"
 	BreakdownChart = "breakdown.png"
 )
 
@@ -58,10 +61,16 @@ func WriteReport(dir string, results []Result, command string) error {
 		b.WriteString("\n")
 		switch res.Scenario {
 		case "avalanche":
-			if err := avalanchePlot(filepath.Join(dir, AvalancheChart), res); err != nil {
+			if err := avalanchePlot(filepath.Join(dir, AvalancheChart), "avalanche: DB loads per 100 ms", res, false); err != nil {
 				return err
 			}
 			fmt.Fprintf(&b, "![DB loads per 100 ms](%s)\n\n", AvalancheChart)
+			if hasOutage(res) {
+				if err := avalanchePlot(filepath.Join(dir, CacheDownChart), "avalanche with Redis cut off: DB loads per 100 ms", res, true); err != nil {
+					return err
+				}
+				fmt.Fprintf(&b, "![DB loads per 100 ms with Redis cut off](%s)\n\n", CacheDownChart)
+			}
 		case "breakdown":
 			if err := breakdownPlot(filepath.Join(dir, BreakdownChart), res); err != nil {
 				return err
@@ -72,16 +81,27 @@ func WriteReport(dir string, results []Result, command string) error {
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 
-// avalanchePlot draws DB loads per 100 ms over time, one line per variant.
-func avalanchePlot(file string, res Result) error {
+// hasOutage reports whether res has a row with the outage metrics.
+func hasOutage(res Result) bool {
+	for _, r := range res.Rows {
+		if _, ok := r.Get(MetricMaxInflight); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// avalanchePlot draws DB loads per 100 ms over time, one line per variant:
+// the outage variants (outage true) or the others.
+func avalanchePlot(file, title string, res Result, outage bool) error {
 	p := plot.New()
-	p.Title.Text = "avalanche: DB loads per 100 ms"
+	p.Title.Text = title
 	p.X.Label.Text = "seconds since the keys were cached"
 	p.Y.Label.Text = "DB loads / 100 ms"
 	p.Legend.Top = true
 	var args []any
 	for _, r := range res.Rows {
-		if r.Timeline == nil {
+		if _, down := r.Get(MetricMaxInflight); r.Timeline == nil || down != outage {
 			continue
 		}
 		xy := make(plotter.XYs, len(r.Timeline))

@@ -213,7 +213,7 @@ func TestScenarios_real(t *testing.T) {
 		if err := benchmarks.WriteReport(dir, results, "asidebench test"); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range []string{"report.md", benchmarks.AvalancheChart, benchmarks.BreakdownChart} {
+		for _, f := range []string{"report.md", benchmarks.AvalancheChart, benchmarks.CacheDownChart, benchmarks.BreakdownChart} {
 			b, err := os.ReadFile(filepath.Join(dir, f))
 			if err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -76,7 +77,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 			fmt.Fprintln(stderr, "asidebench: report:", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "asidebench: report written to %s\n", o.outDir+string(os.PathSeparator)+"report.md")
+		fmt.Fprintf(stdout, "asidebench: report written to %s\n", filepath.Join(o.outDir, "report.md"))
 	}
 	return 0
 }
@@ -98,6 +99,9 @@ func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s str
 }
 
 func writeJSONFile(name string, results []benchmarks.Result) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(name)
 	if err != nil {
 		return err
