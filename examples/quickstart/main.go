@@ -1,19 +1,20 @@
 // Command quickstart is asidekit's smallest end-to-end run: it migrates the
-// sample schema, writes a User to the database, caches it in Redis and reads
-// it back through the cache, printing each step.
+// sample schema, creates a User through a repo.Repository, and reads it
+// back twice through the cacheaside engine, printing how many SQL
+// statements and Redis commands each step cost: the first read loads the
+// row from the database, the second is served from Redis.
 //
-// With no flags it runs on the embedded backend (in-process miniredis and
-// SQLite through a pure-Go driver), so it needs no server:
+// It runs on the embedded backend (in-process miniredis and SQLite through
+// a pure-Go driver), so it needs no server:
 //
 //	go run ./examples/quickstart
 package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -22,6 +23,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/schema"
 )
 
@@ -40,6 +43,8 @@ func run(ctx context.Context) error {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
+	var redisCmds atomic.Int64
+	rdb.AddHook(counter{&redisCmds})
 
 	db, err := gorm.Open(sqlite.Open("file::memory:?cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
@@ -48,42 +53,107 @@ func run(ctx context.Context) error {
 	if err := schema.Migrate(db); err != nil {
 		return err
 	}
-	fmt.Println("backend: embedded (miniredis + SQLite)")
-
-	u := schema.User{Email: "ada@example.com", Name: "Ada Lovelace"}
-	if err := db.WithContext(ctx).Create(&u).Error; err != nil {
+	var sqlStmts atomic.Int64
+	if err := countSQL(db, &sqlStmts); err != nil {
 		return err
 	}
-	fmt.Printf("db:    INSERT user id=%d email=%s\n", u.ID, u.Email)
+	fmt.Println("backend: embedded (miniredis + SQLite)")
 
-	key := fmt.Sprintf("ak:{users:%d}", u.ID)
-	for i := 1; i <= 2; i++ {
-		got, source, err := readThrough(ctx, rdb, db, key, u.ID)
+	cache, err := cacheaside.New(rdb, nil)
+	if err != nil {
+		return err
+	}
+	defer cache.Close()
+	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.SingleFlight},
+	})
+	if err != nil {
+		return err
+	}
+
+	// step runs f and prints what it cost.
+	step := func(what string, f func() (string, error)) error {
+		sql0, cmds0 := sqlStmts.Load(), redisCmds.Load()
+		msg, err := f()
 		if err != nil {
 			return err
 		}
-		fmt.Printf("read %d: user id=%d name=%q from %s\n", i, got.ID, got.Name, source)
+		fmt.Printf("%-7s %-48s SQL %d, Redis %d\n", what+":", msg, sqlStmts.Load()-sql0, redisCmds.Load()-cmds0)
+		return nil
+	}
+
+	u := schema.User{Email: "ada@example.com", Name: "Ada Lovelace"}
+	if err := step("create", func() (string, error) {
+		err := users.Create(ctx, &u)
+		return fmt.Sprintf("user id=%d email=%s", u.ID, u.Email), err
+	}); err != nil {
+		return err
+	}
+	for i := 1; i <= 2; i++ {
+		hits := users.Stats().Hits
+		if err := step(fmt.Sprintf("read %d", i), func() (string, error) {
+			got, err := users.Get(ctx, u.ID)
+			source := "database (miss, now cached)"
+			if users.Stats().Hits > hits {
+				source = "redis (hit)"
+			}
+			return fmt.Sprintf("%q from %s", got.Name, source), err
+		}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// readThrough returns the user from Redis, or loads it from the database and
-// caches it for a minute.
-func readThrough(ctx context.Context, rdb *redis.Client, db *gorm.DB, key string, id int64) (schema.User, string, error) {
-	var u schema.User
-	b, err := rdb.Get(ctx, key).Bytes()
-	if err == nil {
-		return u, "redis (hit)", json.Unmarshal(b, &u)
+// countSQL counts every statement GORM runs on db.
+func countSQL(db *gorm.DB, n *atomic.Int64) error {
+	inc := func(*gorm.DB) { n.Add(1) }
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("quickstart:count", inc),
+		cb.Query().After("gorm:query").Register("quickstart:count", inc),
+		cb.Update().After("gorm:update").Register("quickstart:count", inc),
+		cb.Delete().After("gorm:delete").Register("quickstart:count", inc),
+		cb.Row().After("gorm:row").Register("quickstart:count", inc),
+		cb.Raw().After("gorm:raw").Register("quickstart:count", inc),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	if !errors.Is(err, redis.Nil) {
-		return u, "", err
+	return nil
+}
+
+// counter is a go-redis hook counting the commands sent, leaving out those
+// that set up a new connection.
+type counter struct{ n *atomic.Int64 }
+
+func handshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "client", "auth", "select":
+		return true
 	}
-	if err := db.WithContext(ctx).First(&u, id).Error; err != nil {
-		return u, "", err
+	return false
+}
+
+func (c counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
 	}
-	b, err = json.Marshal(u)
-	if err != nil {
-		return u, "", err
+}
+
+func (c counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if !handshake(cmd) {
+				c.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
 	}
-	return u, "db (miss, now cached)", rdb.Set(ctx, key, b, time.Minute).Err()
 }
