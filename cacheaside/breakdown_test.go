@@ -93,10 +93,14 @@ func runBreakdown(t *testing.T, r *testcontainers.RedisNamespace, s Strategy, in
 		}
 	}
 	waitFor(t, 20*time.Second, func() bool { return loads.Load() > warm })
-	// Keep reading after the rebuild (well within the next TTL) until every
-	// reader has had about two more reads.
-	after := reads.Load()
-	waitFor(t, 10*time.Second, func() bool { return reads.Load() > after+2*breakdownProcs*breakdownReaders })
+	// Keep reading after the rebuild until every reader has had about two
+	// more reads, but stop well before the next expiry however slow the
+	// machine is.
+	rebuilt, after := time.Now(), reads.Load()
+	window := min(p.TTL/2, 5*time.Second)
+	waitFor(t, 10*time.Second, func() bool {
+		return reads.Load() > after+2*breakdownProcs*breakdownReaders || time.Since(rebuilt) > window
+	})
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("stopped at %v after %d reads", time.Since(start), reads.Load())
