@@ -21,7 +21,7 @@ func TestCheckFixedWindow_catchesViolations(t *testing.T) {
 		mk(101500, true, 0, 101*ms), mk(102000, true, 0, 100*ms-500), mk(150000, false, 0, 0),
 		mk(202000, true, 0, 101*ms),
 	}
-	wins, err := checkFixedWindow(good, n, w)
+	wins, err := checkFixedWindow(good, n, w, 3*ms)
 	if err != nil || len(wins) != 2 {
 		t.Fatalf("a good history: %d complete windows, %v; want 2, nil", len(wins), err)
 	}
@@ -33,7 +33,7 @@ func TestCheckFixedWindow_catchesViolations(t *testing.T) {
 		"window too short":     {mk(1000, true, 0, 50*ms), mk(2000, true, 0, 49*ms)},
 		"refused, not full":    {mk(1000, true, 0, 101*ms), mk(101500, true, 0, 101*ms), mk(101600, false, 0, 0), mk(250000, true, 0, 101*ms)},
 	} {
-		if _, err := checkFixedWindow(calls, n, w); err == nil {
+		if _, err := checkFixedWindow(calls, n, w, 3*ms); err == nil {
 			t.Errorf("%s: not caught", name)
 		}
 	}
@@ -115,7 +115,7 @@ func TestCheckLockout_catchesViolations(t *testing.T) {
 		mk(200000, false, 103*ms, 103*ms), // the window is over, the lock is not
 		mk(304000, true, 0, 101*ms), mk(305000, true, 0, 99*ms), mk(306000, false, 301*ms, 301*ms),
 	}
-	if locks, err := checkLockout(good, n, w, lock); err != nil || locks != 2 {
+	if locks, err := checkLockout(good, n, w, lock, 3*ms); err != nil || locks != 2 {
 		t.Fatalf("a good history: %d locks, %v; want 2, nil", locks, err)
 	}
 	for name, calls := range map[string][]call{
@@ -126,7 +126,7 @@ func TestCheckLockout_catchesViolations(t *testing.T) {
 		"refused too early":    {mk(1000, true, 0, 101*ms), mk(2000, false, 301*ms, 301*ms)},
 		"refused after window": {mk(1000, true, 0, 101*ms), mk(2000, true, 0, 99*ms), mk(150000, false, 301*ms, 301*ms)},
 	} {
-		if _, err := checkLockout(calls, n, w, lock); err == nil {
+		if _, err := checkLockout(calls, n, w, lock, 3*ms); err == nil {
 			t.Errorf("%s: not caught", name)
 		}
 	}

@@ -23,7 +23,7 @@ func TestFixedWindow_exact(t *testing.T) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
 			return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
 		}, "fw:hot", hammerInstances, hammerGoroutines, runFor)
-		wins, err := checkFixedWindow(calls, hammerLimit, hammerWindow)
+		wins, err := checkFixedWindow(calls, hammerLimit, hammerWindow, hammerWindow/4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ func TestFixedWindow_lockout(t *testing.T) {
 				if refused := len(more) - 1; refused < 5 {
 					t.Fatalf("only %d calls during the lock; the test is too slow to prove it", refused)
 				}
-				if back := more[len(more)-1].at - lockedAt; back < tc.lock.Microseconds()-edge || back > tc.lock.Microseconds()+time.Second.Microseconds() {
+				if back := more[len(more)-1].at - lockedAt; back < (tc.lock-tc.lock/8).Microseconds() || back > tc.lock.Microseconds()+time.Second.Microseconds() {
 					t.Fatalf("allowed again %v after the lock of %v began", time.Duration(back)*time.Microsecond, tc.lock)
 				}
 				// The first call after the lock opened a new window.
@@ -91,7 +91,7 @@ func TestFixedWindow_lockoutExact(t *testing.T) {
 	calls := hammer(t, r, func(c Client) (Limiter, error) {
 		return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow, LockTime: lock}, &Options{Namespace: r.Namespace})
 	}, "fwl:hot", hammerInstances, hammerGoroutines, runFor)
-	locks, err := checkLockout(calls, hammerLimit, hammerWindow, lock)
+	locks, err := checkLockout(calls, hammerLimit, hammerWindow, lock, hammerWindow/4)
 	if err != nil {
 		t.Fatal(err)
 	}
