@@ -66,6 +66,11 @@
 // that missed recent writes, an Invalidate may be lost: the stale entry
 // then lives until its TTL, which bounds the damage.
 //
+// Logical expiries are written and compared with the clocks of the
+// processes that use the Cache: clock skew between them shifts when a value
+// counts as expired (and when it is refreshed), never what a version check
+// decides.
+//
 // # Failure
 //
 // Loader panics are recovered and returned to every waiter as an error
