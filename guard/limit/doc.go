@@ -4,7 +4,9 @@
 // Each algorithm is one Lua script (one round trip per call). Scripts read
 // the time from Redis TIME, never from the client's clock (clients may
 // disagree about the time; a key's state only ever meets the clock of the
-// Redis node that holds it), and keep a key's state under one Redis key:
+// Redis node that holds it; the fixed window's boundaries are its key's
+// expiry, on the same server's clock), and keep a key's state under one
+// Redis key:
 //
 //	algorithm      constructor        state                      memory
 //	fixed window   NewFixedWindow     counter (string)           O(1)

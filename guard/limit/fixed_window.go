@@ -33,9 +33,10 @@ type FixedWindow struct {
 // cfg.Window under each key. A window starts with the first call after the
 // previous one ended (the counter's expiry is set on the first hit), so a
 // burst of 2·Limit calls can pass across a window's end; use NewSlidingLog
-// or NewGCRA where that matters. RetryAfter and ResetAfter come from the
-// key's expiry, with millisecond resolution (rounded up). State: one string
-// per key, O(1).
+// or NewGCRA where that matters. The window is the counter's expiry, so it
+// runs on the Redis server's expiry clock (milliseconds, never a client's);
+// RetryAfter and ResetAfter come from the key's PTTL, rounded up. State: one
+// string per key, O(1).
 func NewFixedWindow(client Client, cfg FixedWindow, opts *Options) (Limiter, error) {
 	if cfg.Limit < 1 || cfg.Window <= 0 || cfg.LockTime < 0 {
 		return nil, fmt.Errorf("%w: fixed window: want Limit >= 1, Window > 0, LockTime >= 0, got %+v", ErrInvalid, cfg)
