@@ -24,6 +24,7 @@ func TestMain(m *testing.M) { testcontainers.Main(m) }
 // schema, a Redis namespace, a Cache on it, and counters of both.
 type env struct {
 	db    *gorm.DB
+	dsn   string // PostgreSQL only
 	rdb   redis.UniversalClient
 	ns    string
 	cache *cacheaside.Cache
@@ -38,7 +39,9 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	rn := testcontainers.Redis(t)
-	return newEnvOn(t, pg.DB, rn.Client, rn.Namespace)
+	e := newEnvOn(t, pg.DB, rn.Client, rn.Namespace)
+	e.dsn = pg.DSN
+	return e
 }
 
 func newEnvOn(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string) *env {

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/repo"
@@ -98,6 +100,11 @@ func TestRepository_sampleService(t *testing.T) {
 	}
 	if ok, err := users.Exists(ctx, u.ID); ok || err != nil {
 		t.Fatalf("Exists after delete = %v, %v", ok, err)
+	}
+	// The escape hatch is plain, uncached GORM on the table.
+	var count int64
+	if err := users.DB(ctx).Where("email = ?", u.Email).Count(&count).Error; err != nil || count != 0 {
+		t.Fatalf("DB().Count after delete = %d, %v", count, err)
 	}
 	isNotFound(t, users.Delete(ctx, u.ID))
 
@@ -308,6 +315,27 @@ func TestRepository_Get_badInput(t *testing.T) {
 		t.Fatalf("Get(\"\"): %v", err)
 	}
 	long := string(slices.Repeat([]byte("x"), 2000))
+
+	// A database that is gone: an error, not ErrNotFound, and nothing
+	// cached (the next read asks again).
+	dead, err := gorm.Open(postgres.Open(e.dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := dead.DB()
+	_ = sqlDB.Close()
+	deadUsers, err := repo.New[schema.User, int64](dead, e.cache, repo.Options{Name: "deadusers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := deadUsers.Get(ctx, 1); err == nil || errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("Get on a closed database: %v", err)
+		}
+	}
+	if st := deadUsers.Stats(); st.LoadErrors != 2 {
+		t.Fatalf("stats after two failed loads: %+v", st)
+	}
 	if _, err := skus.Get(ctx, long); !errors.Is(err, repo.ErrInvalidID) {
 		t.Fatalf("Get of a 2000-byte id: %v", err)
 	}
