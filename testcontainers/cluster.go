@@ -18,7 +18,7 @@ const clusterSlots = 16384
 func startRedisClusterBinaries() ([]string, error) {
 	var nodes []*RedisServer
 	for i := 0; i < 3; i++ {
-		s, err := startRedisServer("--cluster-enabled", "yes",
+		s, err := startRedisServerOn(freeClusterPort, "--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
 		if err != nil {
 			for _, n := range nodes {

@@ -113,7 +113,7 @@ func startRedisClusterDocker() ([]string, error) {
 	var script strings.Builder
 	bindings := network.PortMap{}
 	for i := 0; i < 3; i++ {
-		p, err := freePort()
+		p, err := freeClusterPort()
 		if err != nil {
 			return nil, err
 		}

@@ -123,6 +123,34 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freeClusterPort returns a port that is free on 127.0.0.1 together with
+// its cluster bus port (port + 10000), which must stay below 65536; the
+// kernel's ephemeral range reaches above 55535, so freePort alone may give a
+// port whose bus port cannot exist.
+func freeClusterPort() (int, error) {
+	for i := 0; i < 100; i++ {
+		p, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if p+10000 > 65535 {
+			p = 20000 + p%20000 // a port below the ephemeral range
+		}
+		a, errA := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		b, errB := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		if a != nil {
+			a.Close()
+		}
+		if b != nil {
+			b.Close()
+		}
+		if errA == nil && errB == nil {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port pair for a cluster node")
+}
+
 // waitFor polls ready until it succeeds, the process exits or 20 s pass.
 func waitFor(p *proc, ready func() error) error {
 	deadline := time.Now().Add(20 * time.Second)

@@ -1,10 +1,12 @@
 package testcontainers
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -40,23 +42,33 @@ func NewRedisServer(t testing.TB) *RedisServer {
 }
 
 func startRedisServer(extra ...string) (*RedisServer, error) {
+	return startRedisServerOn(freePort, extra...)
+}
+
+// startRedisServerOn starts redis-server on a port from pick. A port that
+// was free when picked may be taken before the server binds it, so a
+// server that exits before it is ready is tried again on a new port.
+func startRedisServerOn(pick func() (int, error), extra ...string) (*RedisServer, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, fmt.Errorf("redis-server: %w", errNoBinary)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := pick()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "asidekit-redis-")
+		if err != nil {
+			return nil, err
+		}
+		s := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: dir, args: extra}
+		if lastErr = s.Start(); lastErr == nil {
+			return s, nil
+		}
+		s.remove()
 	}
-	dir, err := os.MkdirTemp("", "asidekit-redis-")
-	if err != nil {
-		return nil, err
-	}
-	s := &RedisServer{Addr: "127.0.0.1:" + strconv.Itoa(port), port: port, dir: dir, args: extra}
-	if err := s.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	return s, nil
+	return nil, lastErr
 }
 
 // Start starts the server again after Stop, on the same address. It is a
@@ -69,6 +81,7 @@ func (s *RedisServer) Start() error {
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning",
+		"--logfile", "redis.log",
 	}, s.args...)
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
@@ -80,7 +93,11 @@ func (s *RedisServer) Start() error {
 		return err
 	}
 	s.p = p
-	return waitFor(p, func() error { return pingRedis(s.Addr) })
+	if err := waitFor(p, func() error { return pingRedis(s.Addr) }); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		return fmt.Errorf("%w; its log: %s", err, bytes.TrimSpace(log))
+	}
+	return nil
 }
 
 // Stop stops the server and removes its files; clients see connection
