@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
 
 	"gorm.io/gorm"
@@ -29,6 +30,9 @@ type Tx struct {
 // The error is fn's, the commit's, or, after a successful commit, one
 // matching ErrAfterCommit.
 func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts ...*sql.TxOptions) error {
+	if db == nil || fn == nil {
+		return errors.New("repo: Transaction needs a *gorm.DB and a function")
+	}
 	var tx *Tx
 	err := db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		tx = &Tx{db: g}
