@@ -14,9 +14,12 @@ import (
 const bucketWidth = 100 * time.Millisecond
 
 // RunAvalanche caches p.Keys keys at once (through Warmer when the
-// subject has it) and reads random ones steadily, from p.Instances ×
-// p.Goroutines goroutines, until p.Tail after the last possible expiry
-// (TTL·(1+Jitter)). Rows report db_loads, the DB loads in each 100 ms
+// subject has it) and reads random ones steadily until p.Tail after the
+// last possible expiry (TTL·(1+Jitter)): p.Rate requests per second in
+// all, sent when due whether or not earlier ones have answered (open
+// loop, as traffic reaches a service), spread over p.Instances processes,
+// with at most p.Instances × p.Goroutines in flight (a request due while
+// all are busy is dropped and counted). Rows report db_loads, the DB loads in each 100 ms
 // bucket (Timeline, db_loads_per_100ms in JSON) and their peak.
 //
 // A variant with Outage set runs with a long TTL instead and its clients
@@ -94,14 +97,14 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 		}()
 	}
 	l := p.Load.norm()
-	rngs := make([]*rand.Rand, l.Instances*l.Goroutines)
-	for i := range rngs {
-		rngs[i] = rand.New(rand.NewPCG(uint64(i), 7))
-	}
+	var mu sync.Mutex // guards rng
+	rng := rand.New(rand.NewPCG(uint64(len(ids)), 7))
 	stop := env.trackTime("avalanche "+v.Name, window)
-	o := drive(ctx, subs, p.Load, until(t0.Add(window), func(w int) int64 {
-		return ids[rngs[w].IntN(len(ids))]
-	}), nil)
+	o, dropped := driveRate(ctx, subs, p.Rate, l.Instances*l.Goroutines, t0.Add(window), func(int64) int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return ids[rng.IntN(len(ids))]
+	})
 	stop()
 	outage.Wait()
 	env.dbc.rec.Store(nil)
@@ -115,6 +118,7 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 	row.Set(MetricPeakPer100ms, float64(maxOf(row.Timeline)))
 	o.fill(&row)
 	row.Set(MetricOverloaded, float64(o.overloaded.Load()))
+	row.Set("dropped", float64(dropped))
 	if v.Outage {
 		row.Set(MetricMaxInflight, float64(env.dbc.maxInflight.Load()))
 		if v.LoadCap > 0 {

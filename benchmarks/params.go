@@ -64,6 +64,8 @@ type AvalancheParams struct {
 	Load
 	// Keys is K, the number of keys cached at once.
 	Keys int `json:"keys"`
+	// Rate is the number of reads per second, in all (open loop).
+	Rate int `json:"reads_per_sec"`
 	// TTL is their common base lifetime.
 	TTL time.Duration `json:"ttl"`
 	// Jitter is the jitter variant's spread: lifetimes uniform in
@@ -119,7 +121,7 @@ func QuickParams() Params {
 	return Params{
 		Hit:         HitParams{Keys: 100, Ops: 6000, Rounds: 150, ValueSizes: []int{200, 4096}},
 		Penetration: PenetrationParams{Load: l, Rows: 1000, AbsentIDs: 1000, Reads: 3000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 16}, Keys: 200, TTL: 5 * time.Second, Jitter: 0.6,
+		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 128}, Keys: 300, Rate: 1500, TTL: 5 * time.Second, Jitter: 0.6,
 			Tail: 500 * time.Millisecond, MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
 		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
@@ -135,7 +137,7 @@ func EmbeddedParams() Params {
 	l := Load{Instances: 2, Goroutines: 4}
 	p.Hit.Keys, p.Hit.Ops, p.Hit.Rounds = 50, 2000, 50
 	p.Penetration.Load, p.Penetration.Rows, p.Penetration.AbsentIDs, p.Penetration.Reads = l, 300, 300, 900
-	p.Avalanche.Load, p.Avalanche.Keys, p.Avalanche.TTL = Load{Instances: 2, Goroutines: 8}, 100, 3*time.Second
+	p.Avalanche.Keys, p.Avalanche.Rate, p.Avalanche.TTL = 100, 500, 3*time.Second
 	p.Breakdown.Load, p.Breakdown.Duration = Load{Instances: 2, Goroutines: 8}, 2200*time.Millisecond
 	p.Seqgen.Load, p.Seqgen.Ops = l, 1000
 	return p
@@ -147,7 +149,7 @@ func DefaultParams() Params {
 	return Params{
 		Hit:         HitParams{Keys: 1000, Ops: 20000, Rounds: 500, ValueSizes: []int{200, 4096}},
 		Penetration: PenetrationParams{Load: l, Rows: 10000, AbsentIDs: 10000, Reads: 30000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: l, Keys: 1000, TTL: 10 * time.Second, Jitter: 0.6, Tail: time.Second,
+		Avalanche: AvalancheParams{Load: Load{Instances: 4, Goroutines: 128}, Keys: 1000, Rate: 3000, TTL: 10 * time.Second, Jitter: 0.6, Tail: time.Second,
 			MaxConcurrentLoads: 4, OutageAt: 2 * time.Second, OutageFor: 3 * time.Second},
 		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},

@@ -126,7 +126,7 @@ func TestScenarios_real(t *testing.T) {
 
 	t.Run("avalanche", func(t *testing.T) {
 		ap := p.Avalanche
-		ap.Load = benchmarks.Load{Instances: 2, Goroutines: 8}
+		ap.Load, ap.Rate = benchmarks.Load{Instances: 2, Goroutines: 64}, 1000
 		ap.Keys, ap.TTL, ap.Jitter, ap.Tail = 300, 3*time.Second, 0.5, 300*time.Millisecond
 		ap.OutageAt, ap.OutageFor = 500*time.Millisecond, 1500*time.Millisecond
 		res, err := benchmarks.RunAvalanche(ctx, env, ap, benchmarks.AvalancheVariants(ap))
