@@ -6,7 +6,7 @@ STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
-.PHONY: all test demo bench cover lint fmt
+.PHONY: all test demo bench peers cover lint fmt
 
 all: lint test
 
@@ -31,6 +31,18 @@ bench:
 		{ echo "bench: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS)"; exit 2; }
 	mkdir -p out/bench
 	$(GO) run ./benchmarks/cmd/asidebench $(BENCHFLAGS) -json out/bench/results.json -out out/bench all
+
+## peers: asidekit side by side with go-zero's cache, rockscache, jetcache-go
+## and go-redis/cache (the separate module benchmarks/peers) on the real servers
+## named by ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR: prints the tables and
+## writes out/peers/results.json and out/peers/results.md (see COMPARISON.md).
+## PEERSFLAGS=-quick for a run of a few minutes.
+PEERSFLAGS ?=
+peers:
+	@test -n "$$ASIDEKIT_POSTGRES_DSN" && test -n "$$ASIDEKIT_REDIS_ADDR" || \
+		{ echo "peers: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR"; exit 2; }
+	mkdir -p out/peers
+	cd benchmarks/peers && $(GO) run ./cmd/asidepeers $(PEERSFLAGS) -json $(CURDIR)/out/peers/results.json -md $(CURDIR)/out/peers/results.md
 
 ## cover: tests with coverage; writes coverage.out and prints a summary.
 cover:
