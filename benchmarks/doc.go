@@ -30,9 +30,20 @@
 // shared Loader (the database read every implementation falls back to) and
 // the scenario's TTL. RunHit, RunPenetration, RunAvalanche and
 // RunBreakdown run the same workload over every variant, one after the
-// other, and return a Result. asidekit's own variants (built on packages
-// repo and cacheaside) are returned by HitVariants, PenetrationVariants,
-// AvalancheVariants and BreakdownVariants.
+// other, and return a Result; RunSeqgen compares package seqgen with the
+// database's own sequence. asidekit's own variants (built on packages repo
+// and cacheaside, as a service uses them, over the sample schema's users)
+// are returned by HitVariants, PenetrationVariants, AvalancheVariants and
+// BreakdownVariants. A Subject maps its library's "absent" to ErrNotFound
+// and its load shedding to ErrOverloaded; one that can cache many ids in one
+// batch implements Warmer.
+//
+// The workloads, in short: hit reads warm keys from one goroutine against
+// a bare GET + json.Unmarshal; penetration reads absent ids in whole passes;
+// avalanche caches many keys at once and reads them at a steady rate (open
+// loop) across their expiry, and its Outage variants cut a loopback proxy
+// in front of Redis mid-run; breakdown hammers one hot key whose rebuild is
+// made slow, and counts the DB loads of each burst of overlapping loads.
 //
 // Another module can run the same workloads against other cache libraries
 // with a thin main:
