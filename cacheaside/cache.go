@@ -178,3 +178,7 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 	c.br.failure()
 	return true, nil
 }
+
+// Client returns the Redis client the Cache was built on, for companions
+// that should live on the same Redis (a Bloom filter, for one).
+func (c *Cache) Client() redis.UniversalClient { return c.client }

@@ -119,13 +119,12 @@ func ExampleTransaction() {
 }
 
 func ExampleRepository_InsertIfAbsent() {
-	db, rdb, cache, ns, cleanup := exampleSetup()
+	db, _, cache, ns, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
 	listings, err := repo.New[schema.Listing, int64](db, cache, repo.Options{
-		Filter:       &bloom.Options{Namespace: ns, Capacity: 100_000, FalsePositiveRate: 0.01},
-		FilterClient: rdb,
-		UniqueKey:    []string{"address", "room"},
+		Filter:    &bloom.Options{Namespace: ns, Capacity: 100_000, FalsePositiveRate: 0.01},
+		UniqueKey: []string{"address", "room"},
 	})
 	if err != nil {
 		panic(err)

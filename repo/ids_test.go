@@ -182,8 +182,6 @@ func TestNew_badModelOrOptions(t *testing.T) {
 	check("nil db", err)
 	_, err = repo.New[schema.User, int64](e.db, nil, repo.Options{})
 	check("nil cache", err)
-	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{Filter: e.filterOptions(10)})
-	check("Filter without FilterClient", err)
 	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{BatchSize: -1})
 	check("negative BatchSize", err)
 	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{

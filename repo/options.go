@@ -27,8 +27,10 @@ type Options struct {
 	// "+". Its Namespace should match the Cache's. Default nil: no filter.
 	Filter *bloom.Options
 
-	// FilterClient is the Redis client the Bloom filters live on, usually
-	// the Cache's. Required when Filter is set; unused otherwise.
+	// FilterClient is the Redis client the Bloom filters live on. Bloom
+	// shards must not be evicted, so a cache Redis that evicts with an
+	// allkeys-* policy calls for a separate one here. Default: the Cache's
+	// client. Unused without Filter.
 	FilterClient redis.UniversalClient
 
 	// Name is the entity's name in Redis keys and metrics. Default: the
@@ -69,9 +71,6 @@ func (o Options) withDefaults(table string) (Options, error) {
 	}
 	if o.Filter != nil && o.Policy.Filter != nil {
 		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalidOptions)
-	}
-	if o.Filter != nil && o.FilterClient == nil {
-		return o, fmt.Errorf("%w: Filter needs FilterClient", ErrInvalidOptions)
 	}
 	if o.Name == "" {
 		o.Name = table

@@ -61,6 +61,9 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	if err != nil {
 		return nil, err
 	}
+	if opts.FilterClient == nil {
+		opts.FilterClient = cache.Client()
+	}
 	o, err := opts.withDefaults(sch.Table)
 	if err != nil {
 		return nil, err
