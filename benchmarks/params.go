@@ -121,7 +121,7 @@ func QuickParams() Params {
 	return Params{
 		Hit:         HitParams{Keys: 100, Ops: 6000, Rounds: 150, ValueSizes: []int{200, 4096}},
 		Penetration: PenetrationParams{Load: l, Rows: 1000, AbsentIDs: 1000, Reads: 3000, BloomFPR: 0.01, NullTTL: time.Minute},
-		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 128}, Keys: 300, Rate: 1500, TTL: 5 * time.Second, Jitter: 0.6,
+		Avalanche: AvalancheParams{Load: Load{Instances: 2, Goroutines: 128}, Keys: 300, Rate: 3000, TTL: 5 * time.Second, Jitter: 0.6,
 			Tail: 500 * time.Millisecond, MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
 		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
