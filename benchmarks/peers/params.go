@@ -35,12 +35,10 @@ func QuickParams() Params {
 }
 
 // DefaultParams are benchmarks.DefaultParams, with the breakdown at a 3 s
-// TTL read for 12.5 s (four expiries), the penetration scenario at 50 000
-// reads (five passes over 10 000 absent ids) and three rounds.
+// TTL read for 12.5 s (four expiries), and three rounds.
 func DefaultParams() Params {
 	b := benchmarks.DefaultParams()
 	p := Params{Hit: b.Hit, Penetration: b.Penetration, Breakdown: b.Breakdown, Rounds: 3}
-	p.Penetration.Reads = 50_000
 	p.Breakdown.TTL = breakdownTTL
 	p.Breakdown.Duration = 12500 * time.Millisecond
 	return p
