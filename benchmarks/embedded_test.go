@@ -5,12 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/asidekit/asidekit/benchmarks"
 )
 
 // TestEmbedded_smoke runs every scenario with tiny sizes on the embedded
 // backend (miniredis + SQLite): the path `make demo` takes.
+// It also checks that Close leaves no goroutine behind.
 func TestEmbedded_smoke(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/asidekit/asidekit/benchmarks"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -55,7 +57,11 @@ func logRows(t *testing.T, res benchmarks.Result) {
 
 // TestScenarios_real runs every scenario with small sizes on real Redis and
 // PostgreSQL and checks the counts each one exists to show.
+// Once every Env and client is closed, no goroutine is left behind (the
+// check runs last, after every other cleanup).
 func TestScenarios_real(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	env := realEnv(t)
 	ctx := context.Background()
 	p := benchmarks.QuickParams()

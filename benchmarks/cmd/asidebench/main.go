@@ -39,6 +39,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/asidekit/asidekit/benchmarks"
 )
 
@@ -77,8 +79,16 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	return fs
 }
 
+// quiet drops go-redis's own log lines (a failed dial is logged once per
+// attempt): every failure reaches asidebench as an error and is reported
+// once, in one line.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // run is main without the exit: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	redis.SetLogger(quiet{})
 	var o options
 	fs := newFlagSet(stderr, &o)
 	if err := fs.Parse(args); err != nil {

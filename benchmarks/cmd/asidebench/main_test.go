@@ -5,7 +5,40 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/asidekit/asidekit/testcontainers"
 )
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func TestRun_unreachablePostgres(t *testing.T) {
+	rd := testcontainers.Redis(t)
+	addr := deadAddr(t)
+	var out, errb bytes.Buffer
+	code := run([]string{"-redis", rd.Addrs[0], "-postgres", "postgres://postgres:secret@" + addr + "/x?sslmode=disable", "hit"}, &out, &errb)
+	if code != 1 {
+		t.Fatalf("run = %d, want 1; stderr %q", code, errb.String())
+	}
+	msg := errb.String()
+	if n := strings.Count(strings.TrimSpace(msg), "\n"); n != 0 {
+		t.Errorf("stderr has %d lines, want one: %q", n+1, msg)
+	}
+	if !strings.Contains(msg, addr) || !strings.Contains(msg, "unreachable") || strings.Contains(msg, "secret") {
+		t.Errorf("stderr %q: want %s named as unreachable, without the password", msg, addr)
+	}
+}
 
 func TestRun_badFlags(t *testing.T) {
 	cases := [][]string{
@@ -43,13 +76,7 @@ func TestRun_help(t *testing.T) {
 }
 
 func TestRun_unreachableRedis(t *testing.T) {
-	// A port nothing listens on: bind one, then close it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := deadAddr(t)
 
 	var out, errb bytes.Buffer
 	if code := run([]string{"-redis", addr, "hit"}, &out, &errb); code != 1 {
