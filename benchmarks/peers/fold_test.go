@@ -167,6 +167,9 @@ func TestSummary_verdicts(t *testing.T) {
 		return r
 	}
 	hit := benchmarks.Result{Scenario: "hit", Rows: []benchmarks.Row{
+		hitRow("bare/16KB", 100, 1, 0.98, 1.03), // bare up to 3% slower than asidekit
+		hitRow("asidekit/16KB", 100, 1, 1, 1),
+		hitRow(Rockscache+"/16KB", 98, 0.98, 0.975, 0.985),
 		hitRow("asidekit/200B", 100, 1, 1, 1),
 		hitRow(GoZero+"/200B", 120, 1.2, 1.1, 1.3),
 		hitRow(GoRedisCacheLocal+"/200B", 5, 0.05, 0.04, 0.06), // local: ignored
@@ -182,6 +185,7 @@ func TestSummary_verdicts(t *testing.T) {
 		"hit 200B: asidekit 100 ns/op, at least as fast as the fastest remote-only peer go-zero",
 		"hit 4KB: asidekit 100 ns/op, within noise of the fastest remote-only peer jetcache",
 		"hit 8KB: asidekit 100 ns/op, slower than the fastest remote-only peer go-redis/cache (80 ns/op): time ratio 1.250",
+		"hit 16KB: asidekit 100 ns/op, within noise of the fastest remote-only peer rockscache (98 ns/op): time ratio 1.020 (runs 1.015–1.026; noise floor 3.0%)",
 		"asidekit/mutex 1, no higher than any peer's (rockscache 1, go-zero 2)",
 		"asidekit/mutex 1.50, HIGHER than rockscache 1",
 	} {
