@@ -112,7 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	var prog *bars
 	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
-		prog = &bars{out: stderr}
+		prog = &bars{out: stderr, force: o.progress == "always"}
 	}
 	cfg := benchmarks.Config{RedisAddr: o.redis, PostgresDSN: o.postgres, Embedded: o.embedded}
 	if o.cluster != "" {

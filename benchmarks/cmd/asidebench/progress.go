@@ -21,6 +21,8 @@ const showAfter = 2 * time.Second
 // so that its table is printed after its bars are gone.
 type bars struct {
 	out io.Writer
+	// force draws even when out is not a terminal (-progress always).
+	force bool
 
 	mu sync.Mutex    // guards p
 	p  *mpb.Progress // the current scenario's container, nil between scenarios
@@ -28,7 +30,11 @@ type bars struct {
 
 func (b *bars) begin() {
 	b.mu.Lock()
-	b.p = mpb.New(mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithRefreshRate(200*time.Millisecond))
+	opts := []mpb.ContainerOption{mpb.WithOutput(b.out), mpb.WithWidth(40), mpb.WithRefreshRate(200 * time.Millisecond)}
+	if b.force {
+		opts = append(opts, mpb.WithAutoRefresh())
+	}
+	b.p = mpb.New(opts...)
 	b.mu.Unlock()
 }
 
