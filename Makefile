@@ -6,7 +6,7 @@ STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
-.PHONY: all test demo bench peers cover lint fmt
+.PHONY: all test demo bench gobench peers cover lint fmt
 
 all: lint test
 
@@ -43,6 +43,11 @@ peers:
 		{ echo "peers: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR"; exit 2; }
 	mkdir -p out/peers
 	cd benchmarks/peers && $(GO) run ./cmd/asidepeers $(PEERSFLAGS) -json $(CURDIR)/out/peers/results.json -md $(CURDIR)/out/peers/results.md
+
+## gobench: the packages' Go benchmarks (each against its baseline) on the
+## real servers.
+gobench:
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
 
 ## cover: tests with coverage; writes coverage.out and prints a summary.
 cover:
