@@ -22,7 +22,7 @@ func fold(rounds []benchmarks.Result) benchmarks.Result {
 	if m, ok := first.Params.(map[string]any); ok {
 		maps.Copy(params, m)
 	}
-	params["rounds"] = len(rounds)
+	params["interleaved_runs"] = len(rounds) // "rounds" is asidebench's own (hit batches)
 	res.Params = params
 
 	var names []string

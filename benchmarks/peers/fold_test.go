@@ -65,7 +65,7 @@ func TestFold_breakdownRounds(t *testing.T) {
 	if !slices.Equal(res.Notes, []string{"n1", "n2"}) {
 		t.Errorf("notes %q", res.Notes)
 	}
-	if p := res.Params.(map[string]any); p["rounds"] != 3 || p["ttl"] != "3s" {
+	if p := res.Params.(map[string]any); p["interleaved_runs"] != 3 || p["ttl"] != "3s" {
 		t.Errorf("params %v", p)
 	}
 	if res.Rows[1].Notes != GoZero+" notes" {
