@@ -16,7 +16,8 @@
 // round; ns/op and latency percentiles: medians; max: the largest).
 //
 // The servers come from -redis and -postgres, or from ASIDEKIT_REDIS_ADDR
-// and ASIDEKIT_POSTGRES_DSN; with neither, asidepeers refuses to run unless
+// and ASIDEKIT_POSTGRES_DSN (ASIDEKIT_REDIS_CLUSTER_ADDRS is ignored: the
+// comparison runs on a standalone Redis); with neither, asidepeers refuses to run unless
 // -embedded asks for the in-process backend (miniredis + SQLite), whose
 // latencies mean nothing. On PostgreSQL it creates a fresh database for the
 // run and drops it at the end; in Redis it writes under a key namespace
@@ -98,6 +99,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The comparison runs on a standalone Redis (go-zero's forwarding dials
+	// one address). benchmarks.Open prefers a cluster named in the
+	// environment over any standalone address, so that name is dropped.
+	if err := os.Unsetenv(benchmarks.EnvRedisClusterAddrs); err != nil {
+		fmt.Fprintln(stderr, "asidepeers:", err)
+		return 1
+	}
 	cfg := benchmarks.Config{RedisAddr: o.redis, PostgresDSN: o.postgres, Embedded: o.embedded}
 	env, err := benchmarks.Open(ctx, cfg)
 	if err != nil {
