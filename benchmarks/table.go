@@ -95,6 +95,15 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return err
 }
 
+// WriteMarkdownTable writes the rows of res as one Markdown table, numbers
+// formatted as WriteTable prints them.
+func WriteMarkdownTable(w io.Writer, res Result) error {
+	var b strings.Builder
+	markdownTable(&b, res)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // markdownTable writes res as a Markdown table.
 func markdownTable(b *strings.Builder, res Result) {
 	cols := columns(res.Rows)

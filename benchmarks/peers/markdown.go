@@ -3,9 +3,7 @@ package peers
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/asidekit/asidekit/benchmarks"
@@ -23,26 +21,8 @@ func WriteMarkdown(w io.Writer, results []benchmarks.Result) error {
 			b.WriteString(formatParams(m))
 			b.WriteString("\n\n")
 		}
-		cols := columns(res.Rows)
-		b.WriteString("| variant |")
-		for _, c := range cols {
-			b.WriteString(" " + c + " |")
-		}
-		b.WriteString("\n|---|")
-		for range cols {
-			b.WriteString("---:|")
-		}
-		b.WriteString("\n")
-		for _, r := range res.Rows {
-			b.WriteString("| " + r.Variant + " |")
-			for _, c := range cols {
-				s := "-"
-				if v, ok := r.Get(c); ok {
-					s = formatNumber(v)
-				}
-				b.WriteString(" " + s + " |")
-			}
-			b.WriteString("\n")
+		if err := benchmarks.WriteMarkdownTable(&b, res); err != nil {
+			return err
 		}
 		b.WriteString("\n")
 		for _, r := range res.Rows {
@@ -71,36 +51,4 @@ func formatParams(m map[string]any) string {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// columns returns every metric name of rows, in first-seen order.
-func columns(rows []benchmarks.Row) []string {
-	var cols []string
-	seen := map[string]bool{}
-	for _, r := range rows {
-		for _, m := range r.Metrics {
-			if !seen[m.Name] {
-				seen[m.Name] = true
-				cols = append(cols, m.Name)
-			}
-		}
-	}
-	return cols
-}
-
-// formatNumber prints integers as such and other values with 3
-// significant decimals at most, like benchmarks.WriteTable.
-func formatNumber(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatInt(int64(v), 10)
-	case math.Abs(v) >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case math.Abs(v) >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
-	}
 }
