@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/asidekit/asidekit/benchmarks"
@@ -115,18 +114,5 @@ func writeJSONFile(name string, results []benchmarks.Result) error {
 
 // commandLine quotes the command for the report, without a DSN's secrets.
 func commandLine(args []string) string {
-	out := []string{"go run ./benchmarks/cmd/asidebench"}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-postgres" || a == "--postgres":
-			out = append(out, a, "'<dsn>'")
-			i++
-		case strings.HasPrefix(a, "-postgres=") || strings.HasPrefix(a, "--postgres="):
-			out = append(out, "-postgres='<dsn>'")
-		default:
-			out = append(out, a)
-		}
-	}
-	return strings.Join(out, " ")
+	return benchmarks.CommandLine("go run ./benchmarks/cmd/asidebench", args)
 }

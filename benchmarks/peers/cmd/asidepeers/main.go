@@ -260,18 +260,5 @@ func writeFile(name string, write func(io.Writer) error) error {
 
 // commandLine quotes the command for the Markdown, without a DSN's secrets.
 func commandLine(args []string) string {
-	out := []string{"cd benchmarks/peers && go run ./cmd/asidepeers"}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-postgres" || a == "--postgres":
-			out = append(out, a, "'<dsn>'")
-			i++
-		case strings.HasPrefix(a, "-postgres=") || strings.HasPrefix(a, "--postgres="):
-			out = append(out, "-postgres='<dsn>'")
-		default:
-			out = append(out, a)
-		}
-	}
-	return strings.Join(out, " ")
+	return benchmarks.CommandLine("cd benchmarks/peers && go run ./cmd/asidepeers", args)
 }
