@@ -36,6 +36,9 @@ type Stats struct {
 type counters struct {
 	obtained, notObtained, errors, waits          atomic.Uint64
 	wakeNotified, wakeTimer, messages, subscribes atomic.Uint64
+	// sleeps counts failed tries after which a waiter went to sleep; tests
+	// use it to act only once a waiter is really waiting.
+	sleeps atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {

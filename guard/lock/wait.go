@@ -63,6 +63,7 @@ func (l *Locker) wait(ctx context.Context, name string, k lockKeys, token string
 		}
 		timer.Stop()
 		timer.Reset(d)
+		l.stats.sleeps.Add(1)
 		select {
 		case <-w.ch:
 			l.stats.wakeNotified.Add(1)

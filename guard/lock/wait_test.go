@@ -30,9 +30,8 @@ func TestLocker_Obtain_wakesOnRelease(t *testing.T) {
 		}
 		got <- lk
 	}()
-	waitFor(t, "the waiter's subscription", func() bool {
-		s := b.Stats()
-		return s.Waits == 1 && s.Subscriptions == 1
+	waitFor(t, "the waiter to sleep", func() bool {
+		return lock.Sleeps(b) >= 1 && b.Stats().Subscriptions == 1
 	})
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -101,9 +100,8 @@ func TestLocker_Obtain_lostNotification(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, "the waiter's subscription", func() bool {
-		s := b.Stats()
-		return s.Waits == 1 && s.Subscriptions == 1
+	waitFor(t, "the waiter to sleep", func() bool {
+		return lock.Sleeps(b) >= 1 && b.Stats().Subscriptions == 1
 	})
 	// The lock disappears without an announcement, as if the message was
 	// lost: the waiter must still get through, by its timer.
@@ -148,7 +146,7 @@ func TestLocker_Obtain_wakesOneWaiterPerRelease(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "the waiters", func() bool { return b.Stats().Waits == waiters })
+	waitFor(t, "the waiters to sleep", func() bool { return lock.Sleeps(b) >= waiters })
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +185,8 @@ func TestLocker_Obtain_resubscribeWakesWaiters(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, "the waiter's subscription", func() bool {
-		s := b.Stats()
-		return s.Waits == 1 && s.Subscriptions == 1
+	waitFor(t, "the waiter to sleep", func() bool {
+		return lock.Sleeps(b) >= 1 && b.Stats().Subscriptions == 1
 	})
 	// The server restarts empty: the lock is gone, and no release was
 	// announced. The waiter's timer is the holder's 10-minute ttl; the
