@@ -1,0 +1,44 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/asidekit/asidekit/repo/configstore"
+)
+
+// ConfigStoreStatser is what NewConfigStoreCollector reads: a
+// *configstore.Store.
+type ConfigStoreStatser interface {
+	Stats() configstore.Stats
+}
+
+// NewConfigStoreCollector returns a Collector of src's configstore.Stats,
+// read at each scrape and exported as asidekit_configstore_*_total
+// counters with the constant label store=name (see the package doc for
+// the list). Give each Store registered on one registry its own name.
+//
+// A nil src panics here rather than at every scrape: it is a wiring
+// mistake, best found when the service starts.
+func NewConfigStoreCollector(name string, src ConfigStoreStatser) prometheus.Collector {
+	if src == nil {
+		panic("metrics: NewConfigStoreCollector with a nil source")
+	}
+	l := prometheus.Labels{"store": name}
+	desc := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(DefaultNamespace, "configstore", metric), help, nil, l)
+	}
+	c := &snapshotCollector[configstore.Stats]{stats: src.Stats}
+	c.counter(desc("rebuilds_total", "Hash rebuilds this Store ran, one database query each."),
+		func(s configstore.Stats) float64 { return float64(s.Rebuilds) })
+	c.counter(desc("rebuild_waits_total", "Reads that waited for another process's rebuild."),
+		func(s configstore.Stats) float64 { return float64(s.RebuildWaits) })
+	c.counter(desc("repairs_total", "Foreign or corrupt hash entries that reads replaced from the database."),
+		func(s configstore.Stats) float64 { return float64(s.Repairs) })
+	c.counter(desc("mirror_errors_total", "Committed writes that could not be copied into the hash."),
+		func(s configstore.Stats) float64 { return float64(s.MirrorErrors) })
+	c.counter(desc("reconciles_total", "Reconcile calls that completed."),
+		func(s configstore.Stats) float64 { return float64(s.Reconciles) })
+	c.counter(desc("fixes_total", "Hash fields that Reconcile repaired."),
+		func(s configstore.Stats) float64 { return float64(s.Fixes) })
+	return c
+}

@@ -1,0 +1,47 @@
+// Package metrics exports asidekit's counters to Prometheus. It is the
+// optional integration DESIGN.md promises: no core package imports it, so
+// a service that does not use Prometheus does not link it.
+//
+// Three collectors, each registered by the caller on the registry of its
+// choice (reg.MustRegister):
+//
+//   - CacheObserver (NewCacheObserver) is a cacheaside.Observer: pass it as
+//     cacheaside.Options.Observer and it counts every entity's events as
+//     they happen, and the loaders' latency in a histogram.
+//   - NewLockCollector reads a lock.Locker's or lock.Redlock's Stats at
+//     scrape time.
+//   - NewConfigStoreCollector reads a configstore.Store's Stats at scrape
+//     time.
+//
+// # Metrics
+//
+// With the default namespace "asidekit":
+//
+//	asidekit_cache_events_total{entity,event}      counter, event = cacheaside.Event.String()
+//	asidekit_cache_load_seconds{entity,outcome}    histogram, outcome = ok | error
+//	asidekit_lock_obtained_total{locker}           counter
+//	asidekit_lock_not_obtained_total{locker}       counter
+//	asidekit_lock_errors_total{locker}             counter
+//	asidekit_lock_waits_total{locker}              counter
+//	asidekit_lock_wakeups_total{locker,by}         counter, by = notification | timer
+//	asidekit_lock_notifications_total{locker}      counter
+//	asidekit_lock_subscriptions_total{locker}      counter
+//	asidekit_configstore_rebuilds_total{store}     counter
+//	asidekit_configstore_rebuild_waits_total{store}
+//	asidekit_configstore_repairs_total{store}
+//	asidekit_configstore_mirror_errors_total{store}
+//	asidekit_configstore_reconciles_total{store}
+//	asidekit_configstore_fixes_total{store}
+//
+// The cache events counter has one series per entity and event, all
+// created (at zero) the first time an entity reports anything, so that
+// rate() and ratios such as hits / (hits + misses) work from the start.
+// The load histogram's count with outcome="ok" equals the entity's
+// Stats().Loads, and with outcome="error" its Stats().LoadErrors; the
+// per-entity Stats snapshot is therefore not exported a second time.
+//
+// Two CacheObservers with the same namespace cannot be registered on one
+// registry (Register returns a prometheus.AlreadyRegisteredError); share
+// one observer between Caches, or give each its own Namespace. Likewise
+// each lock or config store collector on a registry needs its own name.
+package metrics

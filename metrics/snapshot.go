@@ -1,0 +1,45 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// snapshotCollector exports counters read from one Stats snapshot per
+// scrape, as const metrics: the source keeps its own atomics, and an idle
+// registry costs it nothing.
+type snapshotCollector[S any] struct {
+	stats   func() S
+	descs   []*prometheus.Desc
+	metrics []snapshotMetric[S]
+}
+
+// snapshotMetric is one series: a desc, its variable label values, and the
+// field of S it reads.
+type snapshotMetric[S any] struct {
+	desc   *prometheus.Desc
+	labels []string
+	value  func(S) float64
+}
+
+// counter adds a counter series read by value and returns its desc, for
+// further series of the same metric with other label values.
+func (c *snapshotCollector[S]) counter(desc *prometheus.Desc, value func(S) float64, labels ...string) *prometheus.Desc {
+	if len(c.descs) == 0 || c.descs[len(c.descs)-1] != desc {
+		c.descs = append(c.descs, desc)
+	}
+	c.metrics = append(c.metrics, snapshotMetric[S]{desc: desc, labels: labels, value: value})
+	return desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *snapshotCollector[S]) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: one Stats call per scrape.
+func (c *snapshotCollector[S]) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, m.value(s), m.labels...)
+	}
+}
