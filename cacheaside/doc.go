@@ -51,6 +51,17 @@
 // minute (every store extends it), so in normal operation it outlives its
 // entry and refusals stay rare.
 //
+// Rebuild leases (:lock) make one load per expiry across all processes.
+// The script that takes a lease checks, in the same step, that there is
+// still something to rebuild: on a miss, that no fresh entry exists; for a
+// refresh (AsyncRefresh, EarlyRefresh), that the entry is still the one the
+// caller saw due. A caller that lost the race to a rebuild that has already
+// stored therefore loads nothing. While the holder loads, a watchdog renews
+// the lease every LockTTL/3, so a load slowed past LockTTL (a slow query, a
+// GC pause, CPU starvation) keeps it. Only a dead holder, a loader that
+// ignores its cancelled context, a lost :lock key, or a failing Redis (the
+// fail-open path loads without a lease) can let a second load happen.
+//
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step
 // that validates it, or any joiner of a load whose store was refused, does

@@ -49,9 +49,10 @@ func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (lea
 }
 
 // leased is a miss for Mutex, AsyncRefresh and EarlyRefresh: one caller
-// across all processes takes the lease and loads; the others wait for its
-// value-ready notification (or re-check every recheck), up to WaitTimeout.
-// In this process callers share one leased() through the flight group.
+// across all processes takes the lease (renewed while it loads) and loads;
+// the others wait for its value-ready notification (or re-check every
+// recheck), up to WaitTimeout. In this process callers share one leased()
+// through the flight group.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	token := newToken()
@@ -77,6 +78,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		e.c.br.success()
 		switch r.status {
 		case leaseAcquired:
+			defer e.keepLeases(ctx, []string{key}, []string{token})()
 			v, d, err := e.invoke(ctx, id, load)
 			return e.finish(ctx, key, r.ver, token, v, d, err, st, mark)
 		case leaseNoop:

@@ -69,8 +69,13 @@ type Policy struct {
 	// whose default is TTL; a negative value means no grace.
 	Grace time.Duration
 
-	// LockTTL bounds how long a lease holder may take to rebuild a value
-	// before another process may try. Default 3 seconds.
+	// LockTTL is the lifetime of a rebuild lease (Mutex, AsyncRefresh,
+	// EarlyRefresh). While the holder's loader runs, the lease is renewed
+	// to LockTTL every LockTTL/3, so a slow load (a slow query, a GC pause,
+	// CPU starvation) keeps it and no other process loads the same value
+	// meanwhile. A holder that dies, or whose loader ignores its cancelled
+	// context, loses the lease within LockTTL; then another process may
+	// rebuild. Default 3 seconds.
 	LockTTL time.Duration
 
 	// WaitTimeout bounds how long a caller waits for another process's
@@ -90,7 +95,8 @@ type Policy struct {
 	Beta float64
 
 	// RefreshTimeout bounds a background refresh (AsyncRefresh), which runs
-	// on a context detached from the caller's. Default LockTTL.
+	// on a context detached from the caller's; its lease is renewed until
+	// then. Default LockTTL.
 	RefreshTimeout time.Duration
 }
 

@@ -23,6 +23,7 @@ func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(conte
 	if r.status != leaseAcquired {
 		return zero, false
 	}
+	defer e.keepLeases(ctx, []string{key}, []string{token})()
 	v, d, err := e.invoke(ctx, id, load)
 	if err == nil {
 		e.ctr.inc(EventRefresh)
@@ -131,6 +132,7 @@ func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []st
 	if len(gotIDs) == 0 {
 		return
 	}
+	defer e.keepLeases(ctx, gotKeys, gotTokens)()
 	found, d, err := e.invokeMany(ctx, gotIDs, load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		for i := range gotIDs {

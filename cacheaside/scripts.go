@@ -22,6 +22,10 @@ var (
 	leaseLua    string
 	leaseScript = redis.NewScript(leaseLua)
 
+	//go:embed extend.lua
+	extendLua    string
+	extendScript = redis.NewScript(extendLua)
+
 	//go:embed release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
