@@ -112,7 +112,7 @@ func (o *CacheObserver) OnEvent(entity string, ev cacheaside.Event, d time.Durat
 	if ev >= 0 && int(ev) < len(m.events) {
 		m.events[ev].Inc()
 	} else {
-		o.events.WithLabelValues(entity, ev.String()).Inc()
+		o.events.WithLabelValues(labelValue(entity), ev.String()).Inc()
 	}
 	switch ev {
 	case cacheaside.EventLoad:
@@ -130,13 +130,14 @@ func (o *CacheObserver) add(entity string) *entityMetrics {
 	if m := old[entity]; m != nil {
 		return m
 	}
+	label := labelValue(entity)
 	m := &entityMetrics{
 		events:  make([]prometheus.Counter, knownEvents),
-		loadOK:  o.loads.WithLabelValues(entity, "ok"),
-		loadErr: o.loads.WithLabelValues(entity, "error"),
+		loadOK:  o.loads.WithLabelValues(label, "ok"),
+		loadErr: o.loads.WithLabelValues(label, "error"),
 	}
 	for ev := range m.events {
-		m.events[ev] = o.events.WithLabelValues(entity, cacheaside.Event(ev).String())
+		m.events[ev] = o.events.WithLabelValues(label, cacheaside.Event(ev).String())
 	}
 	next := maps.Clone(old)
 	next[entity] = m
@@ -154,4 +155,11 @@ func (o *CacheObserver) Describe(ch chan<- *prometheus.Desc) {
 func (o *CacheObserver) Collect(ch chan<- prometheus.Metric) {
 	o.events.Collect(ch)
 	o.loads.Collect(ch)
+}
+
+// labelValue makes an entity name a valid label value: WithLabelValues
+// panics on invalid UTF-8, which cacheaside allows in names (it escapes
+// them in keys), and an Observer must never panic its caller's Get.
+func labelValue(entity string) string {
+	return strings.ToValidUTF8(entity, "\uFFFD")
 }

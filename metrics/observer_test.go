@@ -248,3 +248,13 @@ func TestCacheObserver_register(t *testing.T) {
 		t.Errorf("other hits = %v, want 2", v)
 	}
 }
+
+func TestCacheObserver_invalidUTF8Entity(t *testing.T) {
+	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	reg := registry(t, obs)
+	obs.OnEvent("bad\xffname", cacheaside.EventHit, 0)
+	obs.OnEvent("bad\xffname", cacheaside.Event(1000), 0)
+	if v := gather(t, reg, "asidekit_cache_events_total", "entity", "bad\uFFFDname", "event", "hit").value; v != 1 {
+		t.Errorf("hits = %v, want 1", v)
+	}
+}
