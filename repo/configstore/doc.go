@@ -8,13 +8,25 @@
 // carries a marker, so an empty configuration is told apart from a missing
 // hash and costs no rebuild.
 //
+// When Redis fails (connection refused, timeout, an error reply) a read
+// falls back to the table, the source of truth: one query, tombstones left
+// out as a rebuild leaves them out, counted in Stats.DBFallbacks. So that
+// an outage does not turn every read into a query, the concurrent
+// fallbacks of a Store share one query: one for all its Alls, one per key
+// for its Gets. Options.NoDBFallback turns the fallback off. A read whose
+// context has ended never falls back, nor one that timed out waiting for
+// another process's rebuild (ErrTimeout: Redis works).
+//
 // Writes (Set, SetMany, Delete) change the table in a transaction that bumps
 // each key's version, then copy the new entries into the hash with a
 // version check and publish them, both in one Lua script. Whatever order two
 // processes' copies arrive in, the hash keeps the higher version, which is
 // the later commit. Deleted keys stay in the table and the hash as
 // tombstones (a version without a value), so that a late copy of an older
-// write cannot bring a deleted key back.
+// write cannot bring a deleted key back. A write whose copy fails (Redis
+// down) stands in the table and returns an error wrapping ErrNotMirrored;
+// the hash lags until Reconcile repairs it or, if it was lost, a reader
+// rebuilds it.
 //
 // Reconcile compares the table with the hash and repairs the hash; Run does
 // so periodically. Watch streams changes, starting (and after every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -131,4 +132,27 @@ func ExampleStore_Reconcile() {
 	// Output:
 	// fixed 2: stale [a], extra [c]
 	// map[a:1 b:2]
+}
+
+// When Redis is down, a write still commits to the table (the error says
+// the hash lags) and reads fall back to the table.
+func ExampleStore_Get_redisDown() {
+	_, db, opts, cleanup := exampleBackends()
+	defer cleanup()
+	ctx := context.Background()
+
+	// A client of a Redis that is down: nothing listens on port 1.
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	store, err := configstore.New(down, db, opts)
+	if err != nil {
+		panic(err)
+	}
+	err = store.Set(ctx, "banner", "Welcome")
+	fmt.Println("committed, not mirrored:", errors.Is(err, configstore.ErrNotMirrored))
+	v, err := store.Get(ctx, "banner")
+	fmt.Println(v, err, "- reads answered by the table:", store.Stats().DBFallbacks)
+	// Output:
+	// committed, not mirrored: true
+	// Welcome <nil> - reads answered by the table: 1
 }

@@ -21,9 +21,17 @@ type Options struct {
 
 	// WaitTimeout bounds how long a reader waits for another process to
 	// rebuild the hash before it fails with ErrTimeout. Keep it above
-	// LockTTL so that a waiter can take over from a holder that died.
+	// LockTTL so that a waiter can take over from a holder that died. It
+	// also bounds a table read shared by readers while Redis fails (each
+	// reader still stops waiting when its own context ends).
 	// Default 2 × LockTTL.
 	WaitTimeout time.Duration
+
+	// NoDBFallback turns off the database fallback of reads: with it set,
+	// a Get or All that Redis fails returns the Redis error instead of
+	// reading the table. Set it when the database must not take the read
+	// load of a Redis outage. Default false: reads fall back to the table.
+	NoDBFallback bool
 
 	// MaxValueSize is the largest value, in bytes, that Set accepts.
 	// Default 1 MiB.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,14 +19,41 @@ const maxReadAttempts = 3
 // the table, once for all concurrent readers. A key without a value gives
 // ErrNotFound. A hash entry this package cannot have written is replaced
 // from the table.
+//
+// If Redis fails (an error or timeout of the read, or of the rebuild),
+// Get reads the key from the table instead (one query, shared by the
+// concurrent Gets of the key in this Store) and counts it in
+// Stats.DBFallbacks; if the table fails too, the error wraps both
+// errors. It does not fall back with Options.NoDBFallback (the error then
+// wraps the Redis error), on ErrTimeout, or once ctx has ended (the error
+// then wraps ctx's cause).
 func (s *Store) Get(ctx context.Context, key string) (string, error) {
 	if err := s.checkKey(key); err != nil {
 		return "", err
 	}
+	v, err := s.getHash(ctx, key)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		return v, err
+	}
+	if !s.fallBack(ctx, err) {
+		return "", readFailed(ctx, err)
+	}
+	rows, err := s.readTable(ctx, key, []string{key}, err)
+	if err != nil {
+		return "", err
+	}
+	if e, ok := rows[key]; ok && !e.deleted {
+		return e.value, nil
+	}
+	return "", ErrNotFound
+}
+
+// getHash is Get without the fallback.
+func (s *Store) getHash(ctx context.Context, key string) (string, error) {
 	for range maxReadAttempts {
 		vals, err := s.rdb.HMGet(ctx, s.hash, key, builtField).Result()
 		if err != nil {
-			return "", fmt.Errorf("configstore: get %q: %w", key, err)
+			return "", fmt.Errorf("configstore: get %q: %w", key, redisErr(err))
 		}
 		if vals[1] == nil { // not built
 			if err := s.rebuild(ctx); err != nil {
@@ -56,11 +84,37 @@ func (s *Store) Get(ctx context.Context, key string) (string, error) {
 // All returns every key with a value: one round trip (HGETALL) when the
 // hash is built; otherwise it is rebuilt first, as in Get. The map is the
 // caller's.
+//
+// If Redis fails, All reads the scope's rows from the table instead, one
+// query shared by the concurrent Alls of this Store, with the rules and
+// errors of Get's fallback.
 func (s *Store) All(ctx context.Context) (map[string]string, error) {
+	all, err := s.allHash(ctx)
+	if err == nil {
+		return all, nil
+	}
+	if !s.fallBack(ctx, err) {
+		return nil, readFailed(ctx, err)
+	}
+	rows, err := s.readTable(ctx, allFlight, nil, err)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for k, e := range rows {
+		if !e.deleted {
+			out[k] = e.value
+		}
+	}
+	return out, nil
+}
+
+// allHash is All without the fallback.
+func (s *Store) allHash(ctx context.Context) (map[string]string, error) {
 	for range maxReadAttempts {
 		raw, err := s.rdb.HGetAll(ctx, s.hash).Result()
 		if err != nil {
-			return nil, fmt.Errorf("configstore: all: %w", err)
+			return nil, fmt.Errorf("configstore: all: %w", redisErr(err))
 		}
 		if _, built := raw[builtField]; !built {
 			if err := s.rebuild(ctx); err != nil {
@@ -152,7 +206,7 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 		state, err := lockScript.Run(ctx, s.rdb, []string{s.hash, s.lock},
 			token, strconv.FormatInt(s.opts.LockTTL.Milliseconds(), 10)).Int()
 		if err != nil {
-			return fmt.Errorf("configstore: rebuild lock: %w", err)
+			return fmt.Errorf("configstore: rebuild lock: %w", redisErr(err))
 		}
 		switch state {
 		case 1: // built, by someone else
@@ -191,7 +245,7 @@ func (s *Store) rebuildLocked(ctx context.Context, token string) error {
 		args = append(args, k, e.encode())
 	}
 	if err := rebuildScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, args...).Err(); err != nil {
-		return fmt.Errorf("configstore: rebuild %s: %w", s.hash, err)
+		return fmt.Errorf("configstore: rebuild %s: %w", s.hash, redisErr(err))
 	}
 	s.stats.rebuilds.Add(1)
 	return nil

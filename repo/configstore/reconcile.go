@@ -93,7 +93,7 @@ func (s *Store) runFixes(ctx context.Context, fixes []fix) ([]bool, error) {
 	}
 	res, err := fixScript.Run(ctx, s.rdb, []string{s.hash}, args...).Int64Slice()
 	if err != nil {
-		return nil, fmt.Errorf("configstore: repair %s: %w", s.hash, err)
+		return nil, fmt.Errorf("configstore: repair %s: %w", s.hash, redisErr(err))
 	}
 	if len(res) != len(fixes) {
 		return nil, fmt.Errorf("configstore: repair %s: %d results for %d fixes", s.hash, len(res), len(fixes))

@@ -59,8 +59,10 @@ var (
 
 // Store reads and writes the settings of one scope. It is safe for
 // concurrent use and needs no Close. Its only goroutines are Watch's, which
-// end with Watch's context, and a hash rebuild shared by concurrent readers,
-// which outlives a reader that gave up by at most WaitTimeout + LockTTL.
+// end with Watch's context, a hash rebuild shared by concurrent readers,
+// which outlives a reader that gave up by at most WaitTimeout + LockTTL,
+// and a table read shared by concurrent readers while Redis fails, which
+// outlives them by at most WaitTimeout.
 type Store struct {
 	rdb   redis.UniversalClient
 	db    *gorm.DB
@@ -72,6 +74,7 @@ type Store struct {
 	channel string // ak:cfg:{scope}:changes
 
 	rebuilds  singleflight.Group // one rebuild at a time per Store
+	fallbacks singleflight.Group // one table read per key set at a time (fallback.go)
 	stats     counters
 	watchPing time.Duration // a test may shorten it
 }
@@ -156,10 +159,19 @@ type Stats struct {
 	MirrorErrors int64 // committed writes that could not be copied into the hash
 	Reconciles   int64 // Reconcile calls that completed
 	Fixes        int64 // hash fields that Reconcile repaired
+
+	// DBFallbacks counts reads (Get, All) that Redis failed and the table
+	// answered; FallbackQueries the table reads run for them. Concurrent
+	// fallbacks share a read, so FallbackQueries is the smaller, except
+	// that a read that failed, or whose readers all gave up, counts in
+	// FallbackQueries only.
+	DBFallbacks     int64
+	FallbackQueries int64
 }
 
 type counters struct {
 	rebuilds, rebuildWaits, repairs, mirrorErrors, reconciles, fixes atomic.Int64
+	dbFallbacks, fallbackQueries                                     atomic.Int64
 }
 
 // Stats returns a snapshot of the Store's counters.
@@ -172,5 +184,8 @@ func (s *Store) Stats() Stats {
 		MirrorErrors: c.mirrorErrors.Load(),
 		Reconciles:   c.reconciles.Load(),
 		Fixes:        c.fixes.Load(),
+
+		DBFallbacks:     c.dbFallbacks.Load(),
+		FallbackQueries: c.fallbackQueries.Load(),
 	}
 }

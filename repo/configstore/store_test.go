@@ -208,42 +208,6 @@ func TestStore_Get_repairsForeignEntry(t *testing.T) {
 	}
 }
 
-// With Redis down, a write still commits to the table and says it was not
-// mirrored; a read fails with the Redis error rather than hang.
-func TestStore_redisDown(t *testing.T) {
-	t.Parallel()
-	b := newBackends(t)
-	ctx := ctxT(t)
-	srv := newPrivateRedis(t)
-	s := b.store(t, srv.client, b.pg.DB, nil)
-	if err := s.Set(ctx, "k", "v1"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Stop()
-	err := s.Set(ctx, "k", "v2")
-	if !errors.Is(err, configstore.ErrNotMirrored) {
-		t.Fatalf("Set with Redis down: %v, want ErrNotMirrored", err)
-	}
-	if got := dbState(t, b.pg.DB, s.Scope())["k"]; got != "2:v2" {
-		t.Fatalf("row = %q, want 2:v2 committed", got)
-	}
-	if _, err := s.Get(ctx, "k"); err == nil {
-		t.Fatal("Get with Redis down succeeded")
-	}
-	if got := s.Stats().MirrorErrors; got != 1 {
-		t.Errorf("Stats().MirrorErrors = %d, want 1", got)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The restarted server lost the hash: the next read rebuilds it from
-	// the table, which has the write.
-	eventually(t, "Get after restart", func() bool {
-		v, err := s.Get(ctx, "k")
-		return err == nil && v == "v2"
-	})
-}
-
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
