@@ -12,8 +12,12 @@ all: lint test
 
 ## test: every test with the race detector, against the backends that
 ## testcontainers finds (environment, Docker, or binaries on PATH).
+## The peer comparison is a module of its own (benchmarks/peers): its tests
+## run too, so the adapters to go-zero, rockscache, jetcache-go and
+## go-redis/cache are checked on every change.
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd benchmarks/peers && $(GO) test -race -count=1 -timeout 15m ./...
 
 ## demo: asidebench, every scenario at -quick sizes, on the embedded backend
 ## (in-process miniredis with wall-clock TTLs + SQLite): no server needed.
@@ -54,10 +58,12 @@ cover:
 	$(GO) test -race -count=1 -timeout 30m -coverprofile=coverage.out -covermode=atomic ./...
 	$(GO) tool cover -func=coverage.out | tail -n 1
 
-## lint: go vet and staticcheck at a pinned version, fetched on first use.
+## lint: go vet and staticcheck at a pinned version, fetched on first use, on
+## both modules; gofmt on every tracked Go file.
 lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd benchmarks/peers && $(GO) vet ./... && $(STATICCHECK) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 
 $(STATICCHECK):
