@@ -21,6 +21,12 @@
 // duration) followed by the Codec's payload. A hit costs one GET and one
 // decode. A corrupt or foreign entry is a miss: it is deleted and counted.
 //
+// With Policy.CoalesceReads, concurrent Gets of one key in a process share
+// GETs by group commit: a Get never joins a GET sent before it began, but
+// queues for the next one, sent when the one in flight returns. A hot key
+// then costs about one GET per round trip, each Get decodes its own value,
+// and no Get returns a value older than a write completed before it began.
+//
 // # Keys
 //
 // For entity "user" and id "42" in namespace "ak":

@@ -31,7 +31,8 @@ type Entity[T any] struct {
 
 	active     atomic.Int64 // loader calls running now
 	flight     flight[T]
-	refreshing sync.Map // id -> struct{}: refreshes running in this process
+	reads      readGroup // Policy.CoalesceReads
+	refreshing sync.Map  // id -> struct{}: refreshes running in this process
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -144,7 +145,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		v, err := e.loadDirect(ctx, id, load, nil)
 		return v, false, err
 	}
-	b, err := e.c.client.Get(ctx, key).Bytes()
+	b, err := e.read(ctx, key)
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
 		if cerr != nil {
@@ -195,6 +196,15 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 	e.corrupt(ctx, key)
 	e.ctr.inc(EventMiss)
 	return e.miss(ctx, key, id, load, nil, share)
+}
+
+// read GETs key's entry: alone, or with Policy.CoalesceReads in a GET
+// shared with the concurrent Gets of key (see readGroup).
+func (e *Entity[T]) read(ctx context.Context, key string) ([]byte, error) {
+	if e.p.CoalesceReads {
+		return e.reads.get(ctx, e.c.client, key)
+	}
+	return e.c.client.Get(ctx, key).Bytes()
 }
 
 // maxXFetch bounds −ln(U) for U in (0,1] drawn from a float64: no reader

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
@@ -130,4 +131,34 @@ func ExampleEntity_Invalidate() {
 	// Grace
 	//   (db query for 2)
 	// Grace Hopper
+}
+
+// A hot key read by many goroutines: with CoalesceReads, concurrent Gets
+// of a key share GETs (each still sent after its readers began), so the
+// key costs about one GET per round trip instead of one per Get.
+func ExamplePolicy_coalesceReads() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{
+		Strategy:      cacheaside.Mutex,
+		CoalesceReads: true,
+	})
+	ctx := context.Background()
+	_ = users.Set(ctx, "1", db[1])
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				if u, err := users.Get(ctx, "1", loadUser); err != nil || u.Name != "Ada" {
+					fmt.Println(u, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println("hits", users.Stats().Hits)
+	// Output:
+	// hits 160
 }
