@@ -40,5 +40,9 @@ func NewConfigStoreCollector(name string, src ConfigStoreStatser) prometheus.Col
 		func(s configstore.Stats) float64 { return float64(s.Reconciles) })
 	c.counter(desc("fixes_total", "Hash fields that Reconcile repaired."),
 		func(s configstore.Stats) float64 { return float64(s.Fixes) })
+	c.counter(desc("db_fallbacks_total", "Reads that Redis failed and the table answered."),
+		func(s configstore.Stats) float64 { return float64(s.DBFallbacks) })
+	c.counter(desc("fallback_queries_total", "Table reads run for reads that Redis failed."),
+		func(s configstore.Stats) float64 { return float64(s.FallbackQueries) })
 	return c
 }

@@ -28,6 +28,8 @@ func TestConfigStoreCollector_fields(t *testing.T) {
 		{"asidekit_configstore_mirror_errors_total", s.MirrorErrors},
 		{"asidekit_configstore_reconciles_total", s.Reconciles},
 		{"asidekit_configstore_fixes_total", s.Fixes},
+		{"asidekit_configstore_db_fallbacks_total", s.DBFallbacks},
+		{"asidekit_configstore_fallback_queries_total", s.FallbackQueries},
 	} {
 		if got := gather(t, reg, c.name, "store", "flags").value; got != float64(c.want) {
 			t.Errorf("%s = %v, want %d", c.name, got, c.want)

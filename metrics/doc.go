@@ -32,6 +32,8 @@
 //	asidekit_configstore_mirror_errors_total{store}
 //	asidekit_configstore_reconciles_total{store}
 //	asidekit_configstore_fixes_total{store}
+//	asidekit_configstore_db_fallbacks_total{store}
+//	asidekit_configstore_fallback_queries_total{store}
 //
 // The cache events counter has one series per entity and event, all
 // created (at zero) the first time an entity reports anything, so that
