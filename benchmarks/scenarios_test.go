@@ -109,12 +109,12 @@ func TestScenarios_real(t *testing.T) {
 		}
 		logRows(t, res)
 		results = append(results, res)
-		for _, v := range []string{"mutex", "async_refresh", "early_refresh"} {
+		for _, v := range []string{"mutex", "async_refresh", "early_refresh", "mutex_coalesce"} {
 			if got := metric(t, res, v, benchmarks.MetricDBLoadsPerExpiry); got != 1 {
 				t.Errorf("%s: db_loads_per_expiry = %v, want 1", v, got)
 			}
 		}
-		for _, v := range []string{"none", "singleflight", "mutex", "async_refresh", "early_refresh"} {
+		for _, v := range []string{"none", "singleflight", "mutex", "async_refresh", "early_refresh", "mutex_coalesce"} {
 			if got := metric(t, res, v, benchmarks.MetricExpiries); got < 1 {
 				t.Errorf("%s: %v expiries seen, want at least 1", v, got)
 			}
