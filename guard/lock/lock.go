@@ -77,7 +77,9 @@ func (l *Lock) Release(ctx context.Context) error {
 }
 
 // Refresh sets the lock's remaining ttl to ttl, if this acquisition still
-// holds it; else it returns ErrLockNotHeld and changes nothing.
+// holds it; else it returns ErrLockNotHeld and changes nothing. A ttl below
+// 1ms (or, for a Redlock, not above its drift allowance) is ErrInvalid and
+// changes nothing either.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -44,7 +43,7 @@ var (
 func New(client redis.UniversalClient, opts *Options) *Locker {
 	o, err := opts.init()
 	if err == nil && client == nil {
-		err = errors.New("lock: nil redis client")
+		err = fmt.Errorf("%w: nil redis client", ErrInvalid)
 	}
 	l := &Locker{client: client, opts: o, err: err, channel: o.Namespace + ":lock:unlocked"}
 	l.n = newNotifier(client, l.channel, &l.stats, o.MinBackoff, o.MaxBackoff)
@@ -61,7 +60,7 @@ type lockKeys struct {
 func makeKeys(ns, name string) (lockKeys, error) {
 	esc, err := keys.Escape(name)
 	if err != nil {
-		return lockKeys{}, fmt.Errorf("lock: name: %w", err)
+		return lockKeys{}, fmt.Errorf("%w: name: %w", ErrInvalid, err)
 	}
 	lock := ns + ":lock:{" + esc + "}"
 	return lockKeys{lock: lock, fence: lock + ":fence", msg: esc}, nil

@@ -78,7 +78,7 @@ func (o *Options) init() (Options, error) {
 	}
 	ns, err := keys.Namespace(c.Namespace)
 	if err != nil {
-		return c, fmt.Errorf("lock: %w", err)
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
@@ -92,15 +92,15 @@ func (o *RedlockOptions) init() (RedlockOptions, error) {
 	}
 	ns, err := keys.Namespace(c.Namespace)
 	if err != nil {
-		return c, fmt.Errorf("lock: %w", err)
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
 	if c.DriftFactor <= 0 {
 		c.DriftFactor = defaultDriftFactor
 	}
-	if c.DriftFactor >= 1 {
-		return c, fmt.Errorf("lock: DriftFactor %v is not below 1", c.DriftFactor)
+	if !(c.DriftFactor < 1) { // NaN too
+		return c, fmt.Errorf("%w: DriftFactor %v is not below 1", ErrInvalid, c.DriftFactor)
 	}
 	return c, nil
 }
@@ -133,7 +133,7 @@ func (o *ObtainOptions) waitBound(ttl time.Duration) time.Duration {
 // checkTTL rejects a ttl that Redis cannot take in milliseconds.
 func checkTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return fmt.Errorf("lock: ttl %v is below 1ms", ttl)
+		return fmt.Errorf("%w: ttl %v is below 1ms", ErrInvalid, ttl)
 	}
 	return nil
 }

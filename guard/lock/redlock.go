@@ -40,10 +40,10 @@ type Redlock struct {
 func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) *Redlock {
 	o, err := opts.init()
 	if err == nil && len(clients) == 0 {
-		err = errors.New("lock: redlock needs at least one node")
+		err = fmt.Errorf("%w: redlock needs at least one node", ErrInvalid)
 	}
 	if err == nil && slices.Contains(clients, nil) {
-		err = errors.New("lock: redlock: nil redis client")
+		err = fmt.Errorf("%w: redlock: nil redis client", ErrInvalid)
 	}
 	return &Redlock{
 		clients: slices.Clone(clients),
@@ -127,7 +127,7 @@ func (r *Redlock) prepare(ctx context.Context, name string, ttl time.Duration) (
 	if err != nil {
 		return k, err
 	}
-	if err := checkTTL(ttl); err != nil {
+	if err := r.checkTTL(ttl); err != nil {
 		return k, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -153,6 +153,18 @@ func (r *Redlock) failed(ctx context.Context, name string, err error) error {
 func (r *Redlock) obtained(name, token string, fence int64, ttl time.Duration, k lockKeys) *Lock {
 	r.stats.obtained.Add(1)
 	return newLock(name, token, fence, ttl, &quorumHolder{r: r, k: k, ttl: ttl})
+}
+
+// checkTTL rejects a ttl that could never be valid: one the drift
+// allowance uses up would make every round fail as if the lock were held.
+func (r *Redlock) checkTTL(ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	if d := r.drift(ttl); ttl <= d {
+		return fmt.Errorf("%w: ttl %v is not above the clock drift allowance %v", ErrInvalid, ttl, d)
+	}
+	return nil
 }
 
 // drift is the clock drift allowed for a lock of ttl.
@@ -325,6 +337,11 @@ func (q *quorumHolder) release(ctx context.Context, token string) (bool, error) 
 }
 
 func (q *quorumHolder) refresh(ctx context.Context, token string, ttl time.Duration) (bool, error) {
+	// Checked before any node is touched: a ttl the drift uses up would
+	// shorten the lock on every node and then report it lost.
+	if err := q.r.checkTTL(ttl); err != nil {
+		return false, err
+	}
 	start := time.Now()
 	replies := q.r.each(ctx, ttl, func(ctx context.Context, c redis.UniversalClient) nodeReply {
 		n, err := refreshScript.Run(ctx, c, []string{q.k.lock}, token, ttl.Milliseconds()).Int64()
