@@ -13,8 +13,10 @@ import (
 )
 
 // Source streams every key that belongs in the filter, in batches, calling
-// add for each batch. It must return add's error if add fails. add may be
-// called from several goroutines at once, but only until Source returns.
+// add for each batch. It must return add's error if add fails; a Source
+// that returns nil anyway still fails the Rebuild, since keys of the failed
+// batch would read as absent. add may be called from several goroutines at
+// once, but only until Source returns.
 type Source func(ctx context.Context, add func(keys []string) error) error
 
 // errRebuildOver is returned by a Source's add called after Rebuild ended.
@@ -73,15 +75,24 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 
 	// 2. Fill the next generation from the source.
 	var over atomic.Bool
+	var addErr atomic.Pointer[error] // the first failed add
 	lead := []any{token, f.layout.k}
 	add := func(keys []string) error {
 		if over.Load() {
 			return errRebuildOver
 		}
-		return f.batch(ctx, fillScript, lead, keys, nil)
+		err := f.batch(ctx, fillScript, lead, keys, nil)
+		if err != nil {
+			addErr.CompareAndSwap(nil, &err)
+		}
+		return err
 	}
 	err = runSource(ctx, src, add)
 	over.Store(true)
+	if p := addErr.Load(); err == nil && p != nil {
+		// Switching now would drop the failed batch's keys.
+		err = fmt.Errorf("the Source returned nil after add failed: %w", *p)
+	}
 	if err != nil {
 		return fmt.Errorf("bloom: rebuild filter %q: %w", f.name, err)
 	}
