@@ -27,7 +27,8 @@ var (
 // Concurrency configures NewConcurrency: at most Limit leases at once per
 // key.
 type Concurrency struct {
-	// Limit is the number of calls allowed in flight at once. Required, >= 1.
+	// Limit is the number of calls allowed in flight at once. Required, in
+	// [1, 2^53].
 	Limit int
 	// LeaseTTL is how long a lease lasts unless refreshed: the slot of a
 	// holder that crashed comes back after at most LeaseTTL. Rounded up to a
@@ -66,8 +67,8 @@ func NewConcurrency(client Client, cfg Concurrency, opts *Options) (*Semaphore, 
 	if cfg.Poll == 0 {
 		cfg.Poll = 50 * time.Millisecond
 	}
-	if client == nil || cfg.Limit < 1 || cfg.LeaseTTL < 0 || cfg.Poll < 0 {
-		return nil, fmt.Errorf("%w: concurrency: want a client, Limit >= 1, LeaseTTL >= 0, Poll >= 0, got %+v", ErrInvalid, cfg)
+	if client == nil || cfg.Limit < 1 || int64(cfg.Limit) > maxExact || cfg.LeaseTTL < 0 || cfg.Poll < 0 {
+		return nil, fmt.Errorf("%w: concurrency: want a client, Limit in [1, 2^53], LeaseTTL >= 0, Poll >= 0, got %+v", ErrInvalid, cfg)
 	}
 	var o Options
 	if opts != nil {

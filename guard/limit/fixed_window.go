@@ -16,7 +16,8 @@ var fixedWindowScript = redis.NewScript(fixedWindowLua)
 // FixedWindow configures NewFixedWindow: at most Limit calls per Window,
 // the window starting with its first call.
 type FixedWindow struct {
-	// Limit is the number of calls allowed per window. Required, >= 1.
+	// Limit is the number of calls allowed per window. Required, in
+	// [1, 2^53].
 	Limit int
 	// Window is the length of a window, rounded up to a whole millisecond.
 	// Required, > 0.
@@ -38,8 +39,8 @@ type FixedWindow struct {
 // RetryAfter and ResetAfter come from the key's PTTL, rounded up. State: one
 // string per key, O(1).
 func NewFixedWindow(client Client, cfg FixedWindow, opts *Options) (Limiter, error) {
-	if cfg.Limit < 1 || cfg.Window <= 0 || cfg.LockTime < 0 {
-		return nil, fmt.Errorf("%w: fixed window: want Limit >= 1, Window > 0, LockTime >= 0, got %+v", ErrInvalid, cfg)
+	if cfg.Limit < 1 || int64(cfg.Limit) > maxExact || cfg.Window <= 0 || cfg.LockTime < 0 {
+		return nil, fmt.Errorf("%w: fixed window: want Limit in [1, 2^53], Window > 0, LockTime >= 0, got %+v", ErrInvalid, cfg)
 	}
 	window, lock := millis(cfg.Window), millis(cfg.LockTime)
 	return newLimiter(client, "fw", cfg.Limit, opts, fixedWindowScript, func(n int) []any {

@@ -16,7 +16,7 @@ var funnelScript = redis.NewScript(funnelLua)
 // at Leak.
 type Funnel struct {
 	// Capacity is how many units the funnel holds: the most calls an idle
-	// key allows at once. Required, >= 1.
+	// key allows at once. Required, in [1, 2^53].
 	Capacity int
 	// Leak is the rate at which the funnel empties: Leak.Limit units per
 	// Leak.Period, continuously (not in steps). Required.
@@ -31,8 +31,8 @@ type Funnel struct {
 // fractional level instead of an arrival time. O(1) per key.
 func NewFunnel(client Client, cfg Funnel, opts *Options) (Limiter, error) {
 	period := cfg.Leak.Period.Microseconds()
-	if cfg.Capacity < 1 || cfg.Leak.Limit < 1 || period < 1 {
-		return nil, fmt.Errorf("%w: funnel: want Capacity >= 1, Leak.Limit >= 1, Leak.Period >= 1µs, got %+v", ErrInvalid, cfg)
+	if cfg.Capacity < 1 || int64(cfg.Capacity) > maxExact || cfg.Leak.Limit < 1 || period < 1 {
+		return nil, fmt.Errorf("%w: funnel: want Capacity in [1, 2^53], Leak.Limit >= 1, Leak.Period >= 1µs, got %+v", ErrInvalid, cfg)
 	}
 	return newLimiter(client, "fun", cfg.Capacity, opts, funnelScript, func(n int) []any {
 		return []any{cfg.Capacity, cfg.Leak.Limit, period, n}

@@ -36,7 +36,8 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) (Result, error)
 	// AllowN reports whether n calls under key may happen now and, if so,
 	// counts them. A refused call changes nothing (except that it starts a
-	// lockout, see FixedWindow.LockTime). n must be in [1, Result.Limit].
+	// lockout, see FixedWindow.LockTime). n must be in [1, Result.Limit]
+	// (and, for a sliding log, at most MaxSlidingLogN).
 	// On a Redis error it returns the error with Allowed=false, or with
 	// Allowed=true under Options.FailOpen.
 	AllowN(ctx context.Context, key string, n int) (Result, error)

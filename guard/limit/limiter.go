@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/asidekit/asidekit/internal/keys"
@@ -17,7 +18,8 @@ type limiter struct {
 	script   *redis.Script
 	ns       string
 	algo     string // part of the hash tag: "fw", "sl", "sw", "gcra", "fun"
-	limit    int    // the largest n AllowN accepts; Result.Limit
+	limit    int    // Result.Limit, and the largest n AllowN accepts
+	maxN     int    // if > 0, the largest n AllowN accepts, when below limit
 	failOpen bool
 	// args returns ARGV for a call of n.
 	args func(n int) []any
@@ -52,8 +54,12 @@ func (l *limiter) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 func (l *limiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
-	if n < 1 || n > l.limit {
-		return Result{Limit: l.limit}, fmt.Errorf("%w: n = %d, want 1 to %d", ErrInvalid, n, l.limit)
+	top := l.limit
+	if l.maxN > 0 && l.maxN < top {
+		top = l.maxN
+	}
+	if n < 1 || n > top {
+		return Result{Limit: l.limit}, fmt.Errorf("%w: n = %d, want 1 to %d", ErrInvalid, n, top)
 	}
 	k, err := stateKey(l.ns, l.algo, key)
 	if err != nil {
@@ -94,8 +100,8 @@ func parseReply(v []int64) (Result, error) {
 	return Result{
 		Allowed:    v[0] == 1,
 		Remaining:  int(max(v[1], 0)),
-		RetryAfter: time.Duration(max(v[2], 0)) * time.Microsecond,
-		ResetAfter: time.Duration(max(v[3], 0)) * time.Microsecond,
+		RetryAfter: fromMicros(max(v[2], 0)),
+		ResetAfter: fromMicros(max(v[3], 0)),
 		at:         v[4],
 	}, nil
 }
@@ -153,11 +159,31 @@ func (l *limiter) Reset(ctx context.Context, key string) error {
 }
 
 // micros returns d in whole microseconds, rounded up.
-func micros(d time.Duration) int64 {
-	return int64((d + time.Microsecond - 1) / time.Microsecond)
-}
+func micros(d time.Duration) int64 { return ceilDiv(d, time.Microsecond) }
 
 // millis returns d in whole milliseconds, rounded up.
-func millis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+func millis(d time.Duration) int64 { return ceilDiv(d, time.Millisecond) }
+
+// ceilDiv returns d / unit rounded up, for d >= 0, without the overflow of
+// (d + unit - 1) / unit near the largest Duration (which would turn a
+// window of centuries into a negative one: no limit at all).
+func ceilDiv(d, unit time.Duration) int64 {
+	q := int64(d / unit)
+	if d%unit > 0 {
+		q++
+	}
+	return q
 }
+
+// fromMicros converts a script's microseconds to a Duration, saturating
+// instead of overflowing for spans past 292 years.
+func fromMicros(us int64) time.Duration {
+	if us > math.MaxInt64/int64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// maxExact is the largest limit, capacity or count the scripts handle
+// exactly: Lua numbers are doubles.
+const maxExact = 1 << 53
