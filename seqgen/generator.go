@@ -22,7 +22,8 @@ var (
 	// Options.Width digits (with OverflowError).
 	ErrExhausted = errors.New("seqgen: sequence exhausted for the day")
 	// ErrInvalid wraps every rejected argument or option: an empty or too
-	// long biz code, a batch size out of range, a bad Options field.
+	// long biz code, a batch size out of range, a bad Options field, a
+	// Clock reading outside the years 1 to 9999.
 	ErrInvalid = errors.New("seqgen: invalid argument")
 	// ErrClosed is returned by calls on a closed Generator.
 	ErrClosed = errors.New("seqgen: generator closed")
@@ -200,7 +201,12 @@ func (g *Generator) today(biz string) (day Day, err error) {
 	if g.opts.Prefix != nil {
 		prefix = g.opts.Prefix(biz)
 	}
-	return g.dayOf(g.opts.Clock(), prefix), nil
+	now := g.opts.Clock()
+	if y := now.In(g.opts.Location).Year(); y < 1 || y > 9999 {
+		// yyyymmdd names the DB row and the key: it has four year digits.
+		return Day{}, fmt.Errorf("%w: Clock returned %v, outside the years 1 to 9999", ErrInvalid, now)
+	}
+	return g.dayOf(now, prefix), nil
 }
 
 // checkBiz validates a biz code and returns it escaped for a key.

@@ -61,7 +61,8 @@ type Options struct {
 	// Segment is how far ahead of the counter one reservation moves the DB
 	// mark: each reservation raises it to (counter + Segment), or by the
 	// batch size when more is needed. A lost Redis key skips at most about
-	// Segment numbers. Default 1000; NextN accepts at most Segment numbers.
+	// Segment numbers. Default 1000, at most MaxSegment; NextN accepts at
+	// most Segment numbers.
 	Segment int64
 
 	// RefillAt is the fraction of Segment used after which one process
@@ -101,6 +102,10 @@ const (
 	DefaultKeyTTL     = 48 * time.Hour
 	DefaultLeaseTTL   = 5 * time.Second
 )
+
+// MaxSegment is the largest Options.Segment: NextN builds up to Segment
+// serials in memory, and a lost key skips about Segment numbers.
+const MaxSegment = 1 << 20
 
 // maxValue is the highest counter seqgen issues even when widening: Lua
 // numbers are doubles, exact up to 2^53.
@@ -142,8 +147,8 @@ func (o *Options) init() (Options, error) {
 	if c.Segment == 0 {
 		c.Segment = DefaultSegment
 	}
-	if c.Segment < 1 {
-		return c, fmt.Errorf("%w: Segment %d < 1", ErrInvalid, c.Segment)
+	if c.Segment < 1 || c.Segment > MaxSegment {
+		return c, fmt.Errorf("%w: Segment %d out of range [1, %d]", ErrInvalid, c.Segment, MaxSegment)
 	}
 	if c.RefillAt == 0 {
 		c.RefillAt = DefaultRefillAt
