@@ -62,7 +62,10 @@
 // still something to rebuild: on a miss, that no fresh entry exists; for a
 // refresh (AsyncRefresh, EarlyRefresh), that the entry is still the one the
 // caller saw due. A caller that lost the race to a rebuild that has already
-// stored therefore loads nothing. While the holder loads, a watchdog renews
+// stored therefore loads nothing. Taking a lease is idempotent for its
+// token: when go-redis retries the script after losing a reply, the retry
+// is granted the lease the first run took (rather than waiting for its own
+// lease until WaitTimeout). While the holder loads, a watchdog renews
 // the lease every LockTTL/3, so a load slowed past LockTTL (a slow query, a
 // GC pause, CPU starvation) keeps it. Only a dead holder, a loader that
 // ignores its cancelled context, a lost :lock key, or a failing Redis (the

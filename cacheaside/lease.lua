@@ -16,24 +16,35 @@
 -- no rebuild. Refresh mode: an entry whose header differs from ARGV[6] (or
 -- that is gone) was refreshed or invalidated by someone else.
 --
+-- Taking a lease is idempotent for one token: a lease that ARGV[1] holds
+-- already is granted again (and renewed), so a client that retries the
+-- script after losing the first reply does not wait for itself. When
+-- there is nothing to rebuild, a lease that ARGV[1] holds is given up.
+--
 -- Returns {status, version, entry}: status 2 = nothing to do (entry is the
 -- current one, or false), 1 = lease taken (version is the token to pass to
 -- fill.lua), 0 = lease held by another caller (entry may be stale).
+local mine = redis.call('GET', KEYS[2]) == ARGV[1]
 local v = redis.call('GET', KEYS[1])
+local noop = false
 if ARGV[6] ~= '' then
-  if not v or string.sub(v, 1, #ARGV[6]) ~= ARGV[6] then
-    return {2, false, v}
-  end
+  noop = not v or string.sub(v, 1, #ARGV[6]) ~= ARGV[6]
 elseif v and #v >= 15 and string.byte(v, 1) == 172 and string.byte(v, 2) == 1 then
   local e = 0
   for i = 4, 11 do
     e = e * 256 + string.byte(v, i)
   end
-  if e > tonumber(ARGV[5]) then
-    return {2, false, v}
-  end
+  noop = e > tonumber(ARGV[5])
 end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if noop then
+  if mine then
+    redis.call('DEL', KEYS[2])
+  end
+  return {2, false, v}
+end
+if mine then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+elseif not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, false, v}
 end
 local ver = redis.call('GET', KEYS[3])
