@@ -36,6 +36,10 @@
 // invalidates nothing and adds nothing to the filter. Create and Put add the
 // id to the Bloom filter and clear a cached "not found"; writes that change
 // a unique column also invalidate the old and the new mapping of GetBy.
+// With a gorm.DeletedAt in the model, Delete is a soft delete: reads no
+// longer see the row, and Create may use its primary key again (it
+// replaces the deleted row). Ids are checked before any write: one that
+// cannot be a cache key is ErrInvalidID, and nothing is written.
 // When the database write succeeded but the cache upkeep after it failed,
 // the error matches ErrAfterCommit: the write is not lost, and cacheaside
 // retries failed invalidations in the background.

@@ -29,7 +29,10 @@ var (
 	ErrInvalidOptions = errors.New("repo: invalid options")
 
 	// ErrInvalidID is returned for an id that cannot become a cache key:
-	// an empty string, or a TextMarshaler that fails or gives empty text.
+	// an empty string, one longer than 1024 bytes, or a TextMarshaler that
+	// fails or gives empty text; and by Create for a zero primary key that
+	// the database does not generate. Writes return it before touching the
+	// database.
 	ErrInvalidID = errors.New("repo: invalid id")
 
 	// ErrNoUniqueKey is returned by InsertIfAbsent and GetBy when the model

@@ -137,6 +137,14 @@ func (l *lookup[ID]) key(ctx context.Context, row reflect.Value) (key string, ok
 	return b.String(), true, nil
 }
 
+// cacheable reports whether key can be a cache id of the mapping entity. A
+// longer value is never cached (GetBy refuses it), so a write has no
+// mapping of it to invalidate.
+func (l *lookup[ID]) cacheable(key string) bool {
+	_, err := l.ent.Key(key)
+	return err == nil
+}
+
 // eq is the condition "the (single) column equals v".
 func (l *lookup[ID]) eq(v any) clause.Expression {
 	return clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: l.fields[0].DBName}, Value: v}

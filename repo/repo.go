@@ -35,6 +35,9 @@ type core[T any, ID comparable] struct {
 	uniq    *lookup[ID]   // InsertIfAbsent's key; nil when uniqErr says why
 	uniqErr error
 	batch   int
+	// softDel is the gorm.DeletedAt column, nil without one: Create may
+	// then take over a soft-deleted row's primary key.
+	softDel *schema.Field
 }
 
 // New returns the repository of T's table. T must be a GORM model with a
@@ -75,6 +78,12 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		pk:    pk,
 		idKey: idKey,
 		batch: o.BatchSize,
+	}
+	for _, f := range sch.Fields {
+		if f.DBName != "" && f.FieldType == reflect.TypeFor[gorm.DeletedAt]() {
+			c.softDel = f
+			break
+		}
 	}
 	if err := c.initLookups(cache, o); err != nil {
 		return nil, err
@@ -128,6 +137,21 @@ func (r *Repository[T, ID]) conn(ctx context.Context) *gorm.DB {
 // pkEq is the condition "primary key = v".
 func (c *core[T, ID]) pkEq(v any) clause.Eq {
 	return clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}, Value: v}
+}
+
+// cacheID returns id's cache id, checked against the entity's key rules
+// (not empty, at most 1024 bytes): writes check it before they touch the
+// database, so that no row is written that the repository cannot read or
+// invalidate.
+func (c *core[T, ID]) cacheID(id ID) (string, error) {
+	key, err := c.idKey(id)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.ent.Key(key); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrInvalidID, c.name, err)
+	}
+	return key, nil
 }
 
 // idOf returns the primary key of row.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -12,12 +13,47 @@ import (
 // key), then adds the id to the Bloom filter and invalidates the id and
 // the new values of unique columns, clearing any cached "not found". In a
 // WithTx view that upkeep waits for the commit.
+//
+// When T has a gorm.DeletedAt, the primary key of a soft-deleted row is
+// free again: Create replaces that row (INSERT … ON CONFLICT (pk) DO UPDATE
+// … WHERE deleted_at IS NOT NULL), and a live row with the key is an error
+// matching gorm.ErrDuplicatedKey. An id that cannot be a cache key, or a
+// zero primary key that neither the database nor a hook fills in, is
+// ErrInvalidID, before anything is written.
 func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if v == nil {
 		return fmt.Errorf("repo: %s: Create of a nil value", r.c.name)
 	}
-	if err := r.conn(ctx).Create(v).Error; err != nil {
-		return fmt.Errorf("repo: %s: create: %w", r.c.name, err)
+	id, hasID := r.c.idOf(ctx, v)
+	key := ""
+	switch sch := r.c.sch; {
+	case hasID:
+		var err error
+		if key, err = r.c.cacheID(id); err != nil {
+			return err
+		}
+	case !r.c.pk.HasDefaultValue && !sch.BeforeCreate && !sch.BeforeSave:
+		return fmt.Errorf("%w: %s: Create needs the primary key set (the database does not generate it)", ErrInvalidID, r.c.name)
+	}
+	if !hasID || r.c.softDel == nil {
+		if err := r.conn(ctx).Create(v).Error; err != nil {
+			return fmt.Errorf("repo: %s: create: %w", r.c.name, err)
+		}
+		return r.upkeep(ctx, v, nil, true)
+	}
+	res := r.conn(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
+		UpdateAll: true,
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
+			SQL:  "? IS NOT NULL",
+			Vars: []any{clause.Column{Table: clause.CurrentTable, Name: r.c.softDel.DBName}},
+		}}},
+	}).Create(v)
+	if res.Error != nil {
+		return fmt.Errorf("repo: %s %s: create: %w", r.c.name, key, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("repo: %s %s: create: %w: the row exists", r.c.name, key, gorm.ErrDuplicatedKey)
 	}
 	return r.upkeep(ctx, v, nil, true)
 }
@@ -56,7 +92,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if !ok {
 		return r.Create(ctx, v)
 	}
-	key, err := r.c.idKey(id)
+	key, err := r.c.cacheID(id)
 	if err != nil {
 		return err
 	}
@@ -79,7 +115,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 // mappings. An absent row is ErrNotFound. The id stays in the Bloom filter
 // until RebuildFilter.
 func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
-	key, err := r.c.idKey(id)
+	key, err := r.c.cacheID(id)
 	if err != nil {
 		return err
 	}
@@ -97,7 +133,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	var u upkeep
 	u.invalidate(r.c.ent, key)
 	for i, l := range r.c.lookups {
-		if old[i].ok {
+		if old[i].ok && l.cacheable(old[i].key) {
 			u.invalidate(l.ent, old[i].key)
 		}
 	}
@@ -114,7 +150,7 @@ func (r *Repository[T, ID]) keyOfRow(ctx context.Context, v *T, op string) (ID, 
 	if !ok {
 		return id, "", fmt.Errorf("%w: %s: %s needs the primary key set", ErrInvalidID, r.c.name, op)
 	}
-	key, err := r.c.idKey(id)
+	key, err := r.c.cacheID(id)
 	return id, key, err
 }
 
@@ -184,6 +220,8 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 		if old != nil {
 			was = old[i]
 		}
+		hasNew = hasNew && l.cacheable(nk)
+		was.ok = was.ok && l.cacheable(was.key)
 		switch {
 		case was.ok && hasNew && was.key == nk:
 			// The mapping did not change.
