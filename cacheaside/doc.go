@@ -57,19 +57,22 @@
 // minute (every store extends it), so in normal operation it outlives its
 // entry and refusals stay rare.
 //
-// Rebuild leases (:lock) make one load per expiry across all processes.
-// The script that takes a lease checks, in the same step, that there is
-// still something to rebuild: on a miss, that no fresh entry exists; for a
-// refresh (AsyncRefresh, EarlyRefresh), that the entry is still the one the
-// caller saw due. A caller that lost the race to a rebuild that has already
-// stored therefore loads nothing. Taking a lease is idempotent for its
-// token: when go-redis retries the script after losing a reply, the retry
-// is granted the lease the first run took (rather than waiting for its own
-// lease until WaitTimeout). While the holder loads, a watchdog renews
-// the lease every LockTTL/3, so a load slowed past LockTTL (a slow query, a
-// GC pause, CPU starvation) keeps it. Only a dead holder, a loader that
-// ignores its cancelled context, a lost :lock key, or a failing Redis (the
-// fail-open path loads without a lease) can let a second load happen.
+// Rebuild leases (:lock) make one load per expiry across all processes,
+// for Get and GetMany alike (a GetMany takes the leases of all its misses
+// in one round trip, loads the ids it won in one call and waits for the
+// others). The script that takes a lease checks, in the same step, that
+// there is still something to rebuild: on a miss, that no fresh entry
+// exists; for a refresh (AsyncRefresh, EarlyRefresh), that the entry is
+// still the one the caller saw due. A caller that lost the race to a
+// rebuild that has already stored therefore loads nothing. Taking a lease
+// is idempotent for its token: when go-redis retries the script after
+// losing a reply, the retry is granted the lease the first run took
+// (rather than waiting for its own lease until WaitTimeout). While the
+// holder loads, a watchdog renews the lease every LockTTL/3, so a load
+// slowed past LockTTL (a slow query, a GC pause, CPU starvation) keeps it.
+// Only a dead holder, a loader that ignores its cancelled context, a lost
+// :lock key, or a failing Redis (the fail-open path loads without a lease)
+// can let a second load happen.
 //
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step

@@ -9,18 +9,32 @@ import (
 
 // GetMany returns the values of ids that exist, by id. Hits are read in one
 // round trip (one MGET; on a Cluster one MGET per hash slot in one
-// pipeline); all misses go to at most one call of load, whose result holds
-// the ids it found: ids missing from it are absent (null-cached for
-// NullTTL) and missing from GetMany's result too. Duplicate ids are read
-// once. Stores after the load are version-checked like Get's, in one
-// pipeline.
+// pipeline); the misses this caller loads go to one call of load, whose
+// result holds the ids it found: ids missing from it are absent
+// (null-cached for NullTTL) and missing from GetMany's result too.
+// Duplicate ids are read once. Stores after a load are version-checked like
+// Get's, in one pipeline.
 //
-// Misses are loaded by this caller directly, whatever the Strategy (a
-// batch takes no per-id leases); AsyncRefresh and EarlyRefresh values due
-// for a refresh are served and refreshed in the background, as one batch
-// under per-id leases. When load fails, GetMany returns what it has (hits,
-// and stale values within Grace for the failed ids) together with the
-// error.
+// How misses are loaded follows the Strategy. With None and SingleFlight,
+// this caller loads all of them (a batch is not shared with concurrent
+// callers). With Mutex, AsyncRefresh and EarlyRefresh, a batch shares loads
+// across processes as Get does: GetMany takes the misses' rebuild leases in
+// one round trip, loads only the ids whose leases it got (leases renewed
+// until stored), and waits for the others, leased by concurrent callers
+// here or elsewhere, woken by the shared value-ready subscription; it reads
+// them again once all of them were announced (or every 100ms), and loads
+// itself those whose holder gave up (its load failed). The wait is bounded
+// by WaitTimeout, counted from its start: an id still missing then is
+// served stale within Grace if possible, and otherwise left out, GetMany
+// returning ErrWaitTimeout with the rest. As with Get, an absent id that is
+// not null-cached (NullTTL 0) is loaded again by each waiter.
+//
+// AsyncRefresh and EarlyRefresh values due for a refresh are served and
+// refreshed in the background, as one batch under per-id leases. When a
+// load fails, GetMany returns what it has (hits, the values it got, and
+// stale values within Grace for the ids it lacks) together with the error.
+// When Redis fails, the misses are loaded directly, within
+// MaxConcurrentLoads.
 func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx context.Context, ids []string) (map[string]T, error)) (map[string]T, error) {
 	out := make(map[string]T, len(ids))
 	if len(ids) == 0 {
@@ -126,6 +140,9 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 	}
 	if len(missIDs) == 0 {
 		return out, nil
+	}
+	if e.p.Strategy >= Mutex {
+		return e.leasedMany(ctx, missIDs, missKeys, stales, load, out)
 	}
 
 	// Versions first, then the load, then the version-checked stores.
@@ -269,9 +286,13 @@ func (e *Entity[T]) loadManyDirect(ctx context.Context, ids []string, load func(
 
 // storeMany writes the outcome of a batch load for ids (values found, nulls
 // for the others when NullTTL is set) with fill.lua in one pipeline.
-// tokens, when not nil, are the leases to release (refresh).
+// tokens, when not nil, are the caller's leases (refresh, and GetMany's
+// leased misses): fill.lua releases them and wakes their waiters, and the
+// ids with nothing to store give theirs up in one more pipeline.
 func (e *Entity[T]) storeMany(ctx context.Context, ids, keyList, vers, tokens []string, found map[string]T, d time.Duration) {
 	calls := make([]scriptCall, 0, len(ids))
+	var relKeys, relTokens []string // leases to give up: nothing to store
+	defer func() { e.releaseLeases(ctx, relKeys, relTokens) }()
 	channel := ""
 	if tokens != nil {
 		channel = e.c.channel
@@ -296,7 +317,8 @@ func (e *Entity[T]) storeMany(ctx context.Context, ids, keyList, vers, tokens []
 		}
 		if entry == nil {
 			if token != "" {
-				e.releaseLease(ctx, keyList[i], token)
+				relKeys = append(relKeys, keyList[i])
+				relTokens = append(relTokens, token)
 			}
 			continue
 		}

@@ -16,10 +16,52 @@ type hub struct {
 	c *Cache
 
 	mu       sync.Mutex
-	ps       *redis.PubSub                         // guarded by mu; nil until started
-	closed   bool                                  // guarded by mu
-	failedAt time.Time                             // guarded by mu; last failed start
-	waiters  map[string]map[chan struct{}]struct{} // guarded by mu
+	ps       *redis.PubSub                   // guarded by mu; nil until started
+	closed   bool                            // guarded by mu
+	failedAt time.Time                       // guarded by mu; last failed start
+	waiters  map[string]map[*waiter]struct{} // guarded by mu
+}
+
+// waiter is one caller waiting for one or more keys to be announced ready.
+type waiter struct {
+	keys []string
+	wake chan struct{} // buffered: a signal after each announcement of one of keys
+
+	mu    sync.Mutex
+	ready map[string]struct{} // guarded by mu: keys announced since the last reset
+}
+
+func (w *waiter) notify(key string) {
+	w.mu.Lock()
+	if w.ready == nil {
+		w.ready = make(map[string]struct{}, len(w.keys))
+	}
+	w.ready[key] = struct{}{}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// allReady reports whether every one of keyList was announced since the
+// last reset.
+func (w *waiter) allReady(keyList []string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range keyList {
+		if _, ok := w.ready[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// reset forgets the announcements so far (the caller is about to re-check).
+func (w *waiter) reset() {
+	w.mu.Lock()
+	clear(w.ready)
+	w.mu.Unlock()
 }
 
 // hubRetry is how long the hub waits after a failed subscription before it
@@ -29,34 +71,38 @@ const (
 	hubConfirm = time.Second
 )
 
-// register returns a channel that receives a signal when key is announced
-// ready. The caller must unregister it.
-func (h *hub) register(ctx context.Context, key string) chan struct{} {
-	ch := make(chan struct{}, 1)
+// register returns a waiter signalled whenever one of keyList is
+// announced ready. The caller must unregister it.
+func (h *hub) register(ctx context.Context, keyList ...string) *waiter {
+	w := &waiter{keys: keyList, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.waiters == nil {
-		h.waiters = make(map[string]map[chan struct{}]struct{})
+		h.waiters = make(map[string]map[*waiter]struct{})
 	}
-	set := h.waiters[key]
-	if set == nil {
-		set = make(map[chan struct{}]struct{})
-		h.waiters[key] = set
+	for _, k := range keyList {
+		set := h.waiters[k]
+		if set == nil {
+			set = make(map[*waiter]struct{})
+			h.waiters[k] = set
+		}
+		set[w] = struct{}{}
 	}
-	set[ch] = struct{}{}
 	if h.ps == nil && !h.closed && time.Since(h.failedAt) > hubRetry {
 		h.start(ctx)
 	}
-	return ch
+	return w
 }
 
-func (h *hub) unregister(key string, ch chan struct{}) {
+func (h *hub) unregister(w *waiter) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	set := h.waiters[key]
-	delete(set, ch)
-	if len(set) == 0 {
-		delete(h.waiters, key)
+	for _, k := range w.keys {
+		set := h.waiters[k]
+		delete(set, w)
+		if len(set) == 0 {
+			delete(h.waiters, k)
+		}
 	}
 }
 
@@ -88,11 +134,8 @@ func (h *hub) start(ctx context.Context) {
 func (h *hub) dispatch(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.waiters[key] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	for w := range h.waiters[key] {
+		w.notify(key)
 	}
 }
 

@@ -32,6 +32,11 @@ func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (lea
 	if err != nil {
 		return leaseReply{}, err
 	}
+	return parseLease(res)
+}
+
+// parseLease reads lease.lua's reply.
+func parseLease(res []any) (leaseReply, error) {
 	var r leaseReply
 	if len(res) < 1 {
 		return r, fmt.Errorf("cacheaside: lease.lua returned %d values", len(res))
@@ -59,7 +64,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	deadline := time.NewTimer(e.p.WaitTimeout)
 	defer deadline.Stop()
 	var tick *time.Timer
-	var wake chan struct{}
+	var w *waiter
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		r, err := e.lease(ctx, key, token, "")
@@ -88,18 +93,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			continue
 		}
 		// Held by another caller: wait for its notification.
-		if st == nil && r.entry != nil {
-			if h, payload, err := decodeEntry(r.entry); err == nil && !h.null {
-				var v T
-				if e.c.codec.Unmarshal(payload, &v) == nil {
-					st = &stale[T]{v: v, expiry: h.expiry}
-				}
-			}
+		if st == nil {
+			st = e.staleOf(r.entry)
 		}
-		if wake == nil {
+		if w == nil {
 			e.ctr.inc(EventLockWait)
-			wake = e.c.hub.register(ctx, key)
-			defer e.c.hub.unregister(key, wake)
+			w = e.c.hub.register(ctx, key)
+			defer e.c.hub.unregister(w)
 			tick = time.NewTimer(min(e.c.recheck, e.p.WaitTimeout))
 			defer tick.Stop()
 			continue // re-check now that a notification can no longer be missed
@@ -113,7 +113,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 				return v, validAll, nil
 			}
 			return zero, validAll, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
-		case <-wake:
+		case <-w.wake:
 		case <-tick.C:
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))

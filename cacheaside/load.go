@@ -265,6 +265,31 @@ func (e *Entity[T]) releaseLease(ctx context.Context, key, token string) {
 	e.c.br.success()
 }
 
+// releaseLeases gives up several leases (keyList are entry keys) in one
+// pipeline and wakes their waiters.
+func (e *Entity[T]) releaseLeases(ctx context.Context, keyList, tokens []string) {
+	switch len(keyList) {
+	case 0:
+		return
+	case 1:
+		e.releaseLease(ctx, keyList[0], tokens[0])
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
+	defer cancel()
+	calls := make([]scriptCall, len(keyList))
+	for i, k := range keyList {
+		calls[i] = scriptCall{keys: []string{k + ":lock"}, args: []any{tokens[i], e.c.channel, k}}
+	}
+	if err := runScripts(wctx, e.c.client, releaseScript, calls); err != nil {
+		if failed, _ := e.c.redisErr(wctx, err); failed {
+			e.ctr.inc(EventCacheError)
+		}
+		return
+	}
+	e.c.br.success()
+}
+
 // makeEntry encodes v (or a "not found") with a jittered TTL. It returns
 // the entry and its Redis TTL in ms (the logical TTL plus Grace).
 func (e *Entity[T]) makeEntry(v T, found bool, d time.Duration) ([]byte, int64, error) {

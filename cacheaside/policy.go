@@ -16,7 +16,8 @@ const (
 	SingleFlight
 	// Mutex allows one load of a key across all processes: the winner of a
 	// Redis lease loads, the others wait for a value-ready notification (one
-	// shared subscription per Cache), bounded by WaitTimeout.
+	// shared subscription per Cache), bounded by WaitTimeout. GetMany takes
+	// the leases of its misses too and loads only the ids it won.
 	Mutex
 	// AsyncRefresh serves a value past its logical expiry (within Grace) at
 	// once and refreshes it in the background under the lease. A cold key
@@ -80,7 +81,8 @@ type Policy struct {
 
 	// WaitTimeout bounds how long a caller waits for another process's
 	// rebuild before it gets ErrWaitTimeout (or a stale value within
-	// Grace). Default 5 seconds.
+	// Grace). GetMany counts it from when it starts waiting, after it has
+	// loaded the ids whose leases it got. Default 5 seconds.
 	WaitTimeout time.Duration
 
 	// MaxConcurrentLoads caps the loader calls this entity runs at once in

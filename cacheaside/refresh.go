@@ -109,12 +109,7 @@ func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []st
 		if failed, _ := e.c.redisErr(ctx, err); failed {
 			e.ctr.inc(EventCacheError)
 		}
-		// Release whatever leases were taken.
-		for i := range calls {
-			if res, err := calls[i].cmd.Slice(); err == nil && len(res) > 0 && res[0] == int64(leaseAcquired) {
-				e.releaseLease(ctx, keyList[i], tokens[i])
-			}
-		}
+		e.releaseTaken(ctx, keyList, tokens, calls)
 		return
 	}
 	e.c.br.success()
@@ -135,9 +130,7 @@ func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []st
 	defer e.keepLeases(ctx, gotKeys, gotTokens)()
 	found, d, err := e.invokeMany(ctx, gotIDs, load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		for i := range gotIDs {
-			e.releaseLease(ctx, gotKeys[i], gotTokens[i])
-		}
+		e.releaseLeases(ctx, gotKeys, gotTokens)
 		return
 	}
 	for range gotIDs {

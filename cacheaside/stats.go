@@ -30,9 +30,11 @@ const (
 	// EventRefresh: a value was recomputed ahead of its expiry
 	// (AsyncRefresh in the background, EarlyRefresh by a reader).
 	EventRefresh
-	// EventLockWait: a caller waited for another process's rebuild.
+	// EventLockWait: a caller waited for another caller's rebuild (GetMany
+	// counts one per id it waited for).
 	EventLockWait
-	// EventLockTimeout: such a wait ended after WaitTimeout.
+	// EventLockTimeout: such a wait ended after WaitTimeout (GetMany: one
+	// per id still missing then).
 	EventLockTimeout
 	// EventRejectedSet: a store after a load was refused because the id
 	// was invalidated (or Set) after the load began.

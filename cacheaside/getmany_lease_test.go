@@ -1,0 +1,377 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/testcontainers"
+	"github.com/redis/go-redis/v9"
+)
+
+// batchLoader is a GetMany loader that counts the loads of each id and
+// sleeps for delay; ids in absent do not exist.
+type batchLoader struct {
+	delay  time.Duration
+	absent map[string]bool
+	onLoad func(ids []string) // called before the sleep, when set
+
+	mu    sync.Mutex
+	loads map[string]int // guarded by mu
+	calls int            // guarded by mu
+}
+
+func (b *batchLoader) load(ctx context.Context, ids []string) (map[string]user, error) {
+	b.mu.Lock()
+	if b.loads == nil {
+		b.loads = make(map[string]int)
+	}
+	b.calls++
+	for _, id := range ids {
+		b.loads[id]++
+	}
+	b.mu.Unlock()
+	if b.onLoad != nil {
+		b.onLoad(ids)
+	}
+	select {
+	case <-time.After(b.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := make(map[string]user, len(ids))
+	for _, id := range ids {
+		if !b.absent[id] {
+			out[id] = user{ID: id, Name: "n-" + id}
+		}
+	}
+	return out, nil
+}
+
+// checkLoads fails unless every id of ids was loaded want times.
+func (b *batchLoader) checkLoads(t *testing.T, ids []string, want int) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		if n := b.loads[id]; n != want {
+			t.Errorf("id %s loaded %d times, want %d", id, n, want)
+		}
+	}
+}
+
+// The GetMany breakdown scenario: 4 processes × 25 goroutines call GetMany
+// on the same 50 cold ids and 5 absent ones.
+const (
+	sharedProcs      = 4
+	sharedGoroutines = 25
+	sharedIDs        = 50
+)
+
+func sharedEntities(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) []*Entity[user] {
+	p := Policy{Strategy: s, TTL: time.Minute, NullTTL: time.Minute, LockTTL: 5 * time.Second,
+		WaitTimeout: 20 * time.Second, MaxConcurrentLoads: -1}
+	ents := make([]*Entity[user], sharedProcs)
+	for i := range ents {
+		ents[i] = newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+	}
+	return ents
+}
+
+func sharedIDList() (present, absent []string) {
+	for i := 0; i < sharedIDs; i++ {
+		present = append(present, strconv.Itoa(i))
+	}
+	for i := 0; i < 5; i++ {
+		absent = append(absent, "x"+strconv.Itoa(i))
+	}
+	return present, absent
+}
+
+// sharedRound runs every goroutine's GetMany of ids at once and checks
+// each result: all of present, none of absent, no error.
+func sharedRound(t *testing.T, ents []*Entity[user], present, absent []string, load func(context.Context, []string) (map[string]user, error)) {
+	t.Helper()
+	ids := append(append([]string{}, present...), absent...)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for _, e := range ents {
+		for g := 0; g < sharedGoroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got, err := e.GetMany(context.Background(), ids, load)
+				if err != nil {
+					t.Errorf("GetMany: %v", err)
+					bad.Add(1)
+					return
+				}
+				ok := len(got) == len(present)
+				for _, id := range present {
+					ok = ok && got[id].ID == id
+				}
+				if !ok {
+					t.Errorf("GetMany returned %d values, want the %d present ids", len(got), len(present))
+					bad.Add(1)
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.FailNow()
+	}
+}
+
+func testGetManyShared(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) {
+	ents := sharedEntities(t, r, s)
+	present, absent := sharedIDList()
+	b := &batchLoader{delay: 50 * time.Millisecond, absent: map[string]bool{}}
+	for _, id := range absent {
+		b.absent[id] = true
+	}
+	sharedRound(t, ents, present, absent, b.load)
+	b.checkLoads(t, present, 1)
+	b.checkLoads(t, absent, 1)
+	var waits uint64
+	for _, e := range ents {
+		waits += e.Stats().LockWaits
+	}
+	t.Logf("%v: %d loader calls, %d lock waits", s, b.calls, waits)
+	if waits == 0 {
+		t.Fatal("no caller waited for another's leases: the scenario did not overlap")
+	}
+
+	// The next round after an Invalidate of 10 ids loads each of them once.
+	if err := ents[1].Invalidate(context.Background(), present[:10]...); err != nil {
+		t.Fatal(err)
+	}
+	sharedRound(t, ents, present, absent, b.load)
+	b.checkLoads(t, present[:10], 2)
+	b.checkLoads(t, present[10:], 1)
+	b.checkLoads(t, absent, 1)
+}
+
+// Concurrent GetMany calls in several processes load each cold id once.
+func TestGetMany_sharedLoads(t *testing.T) {
+	for _, s := range []Strategy{Mutex, AsyncRefresh, EarlyRefresh} {
+		t.Run(s.String(), func(t *testing.T) { testGetManyShared(t, testcontainers.Redis(t), s) })
+	}
+}
+
+func TestGetMany_sharedLoads_cluster(t *testing.T) {
+	testGetManyShared(t, testcontainers.RedisCluster(t), Mutex)
+}
+
+// An Invalidate while a batch load runs (the loader read the old rows)
+// refuses its stores; exactly one more load of each invalidated id
+// follows, and every caller still gets every value.
+func TestGetMany_sharedLoads_invalidatedMidLoad(t *testing.T) {
+	r := testcontainers.Redis(t)
+	ents := sharedEntities(t, r, Mutex)
+	present, absent := sharedIDList()
+	inv := map[string]bool{}
+	for _, id := range present[:10] {
+		inv[id] = true
+	}
+	var invalidated sync.Map
+	b := &batchLoader{delay: 50 * time.Millisecond, absent: map[string]bool{}}
+	for _, id := range absent {
+		b.absent[id] = true
+	}
+	b.onLoad = func(ids []string) {
+		for _, id := range ids {
+			if _, done := invalidated.LoadOrStore(id, true); inv[id] && !done {
+				if err := ents[2].Invalidate(context.Background(), id); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}
+	sharedRound(t, ents, present, absent, b.load)
+	b.checkLoads(t, present[:10], 2)
+	b.checkLoads(t, present[10:], 1)
+	b.checkLoads(t, absent, 1)
+	var rejected uint64
+	for _, e := range ents {
+		rejected += e.Stats().RejectedSets
+	}
+	if rejected != 10 {
+		t.Fatalf("rejected sets = %d, want the 10 invalidated ids", rejected)
+	}
+}
+
+// holdLeases starts a GetMany of ids on holder whose loader blocks until
+// release is closed and then fails. It returns once the loader runs (the
+// leases are held) and a channel with GetMany's error.
+func holdLeases(t *testing.T, holder *Entity[user], ids []string, release chan struct{}) <-chan error {
+	t.Helper()
+	entered := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := holder.GetMany(context.Background(), ids, func(ctx context.Context, ids []string) (map[string]user, error) {
+			close(entered)
+			<-release
+			return nil, errors.New("db down")
+		})
+		done <- err
+	}()
+	<-entered
+	return done
+}
+
+// Waiters whose lease holder's loader fails take the leases it gives up
+// and load the ids themselves, long before WaitTimeout.
+func TestGetMany_holderFails(t *testing.T) {
+	r := testcontainers.Redis(t)
+	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: time.Minute}
+	holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+	waiter := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+	ids := []string{"1", "2", "3", "4", "5"}
+	release := make(chan struct{})
+	held := holdLeases(t, holder, ids, release)
+
+	b := &batchLoader{}
+	type result struct {
+		got map[string]user
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := waiter.GetMany(context.Background(), append(ids, "6"), b.load)
+		done <- result{got, err}
+	}()
+	waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 5 })
+	close(release)
+	if err := <-held; err == nil || err.Error() != "db down" {
+		t.Fatalf("holder's GetMany err = %v, want its loader's error", err)
+	}
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("waiter still waiting 30s after the holder failed")
+	}
+	if res.err != nil || len(res.got) != 6 {
+		t.Fatalf("waiter got %d values, %v; want all 6", len(res.got), res.err)
+	}
+	b.checkLoads(t, append(ids, "6"), 1)
+	if s := waiter.Stats(); s.Loads != 2 || s.LockTimeouts != 0 {
+		t.Fatalf("waiter stats = %+v; want its own batch (6) and one of the failed holder's ids", s)
+	}
+}
+
+// Ids whose holder never finishes are missing after WaitTimeout, with
+// ErrWaitTimeout counted per id; the rest of the batch is returned.
+func TestGetMany_waitTimeout(t *testing.T) {
+	r := testcontainers.Redis(t)
+	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: 300 * time.Millisecond}
+	holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+	waiter := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+	release := make(chan struct{})
+	held := holdLeases(t, holder, []string{"1", "2", "3"}, release)
+	defer func() { close(release); <-held }()
+
+	b := &batchLoader{}
+	got, err := waiter.GetMany(context.Background(), []string{"1", "2", "3", "4", "5"}, b.load)
+	if !errors.Is(err, ErrWaitTimeout) {
+		t.Fatalf("err = %v, want ErrWaitTimeout", err)
+	}
+	if len(got) != 2 || got["4"].ID != "4" || got["5"].ID != "5" {
+		t.Fatalf("got %v, want the two ids nobody else held", got)
+	}
+	if s := waiter.Stats(); s.LockWaits != 3 || s.LockTimeouts != 3 || s.Loads != 1 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+// With None and SingleFlight, concurrent GetMany calls still load their
+// misses directly, each caller on its own: every loader call below waits
+// until all four callers are inside the loader at once, which a shared
+// load would never allow.
+func TestGetMany_directStrategies(t *testing.T) {
+	for _, s := range []Strategy{None, SingleFlight} {
+		t.Run(s.String(), func(t *testing.T) {
+			r := testcontainers.Redis(t)
+			const callers = 4
+			p := Policy{Strategy: s, WaitTimeout: time.Second}
+			ents := []*Entity[user]{
+				newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p),
+				newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p),
+			}
+			var inside atomic.Int64
+			all := make(chan struct{})
+			load := func(ctx context.Context, ids []string) (map[string]user, error) {
+				if inside.Add(1) == callers {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-time.After(20 * time.Second):
+					return nil, errors.New("the other callers never loaded")
+				}
+				out := map[string]user{}
+				for _, id := range ids {
+					out[id] = user{ID: id}
+				}
+				return out, nil
+			}
+			var wg sync.WaitGroup
+			for i := 0; i < callers; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got, err := ents[i%2].GetMany(context.Background(), []string{"1", "2", "3"}, load)
+					if err != nil || len(got) != 3 {
+						t.Errorf("GetMany = %v, %v", got, err)
+					}
+				}()
+			}
+			wg.Wait()
+			for _, e := range ents {
+				if s := e.Stats(); s.LockWaits != 0 {
+					t.Fatalf("stats = %+v; a direct strategy waited", s)
+				}
+			}
+		})
+	}
+}
+
+// A cold batch under Mutex costs the same three round trips as before
+// (MGET, the leases, the stores); a warm one costs one.
+func TestGetMany_leasedRoundTrips(t *testing.T) {
+	r := testcontainers.Redis(t)
+	client := r.NewClient(t)
+	var rt roundTrips
+	client.AddHook(&rt)
+	e := newEntity[user](t, newCache(t, client, r.Namespace, nil), "user", Policy{Strategy: Mutex, NullTTL: time.Minute})
+	ctx := context.Background()
+	for _, s := range []*redis.Script{leaseScript, fillScript} {
+		if err := s.Load(ctx, client).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	present, absent := sharedIDList()
+	ids := append(present, absent...)
+	b := &batchLoader{absent: map[string]bool{"x0": true, "x1": true, "x2": true, "x3": true, "x4": true}}
+	for round, want := range []int64{3, 1} {
+		rt.n.Store(0)
+		got, err := e.GetMany(ctx, ids, b.load)
+		if err != nil || len(got) != len(present) {
+			t.Fatalf("round %d: %d values, %v", round, len(got), err)
+		}
+		if n := rt.n.Load(); n != want {
+			t.Fatalf("round %d: %d round trips, want %d", round, n, want)
+		}
+	}
+	if b.calls != 1 {
+		t.Fatalf("loader calls = %d, want 1", b.calls)
+	}
+}
