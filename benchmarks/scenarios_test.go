@@ -135,11 +135,25 @@ func TestScenarios_real(t *testing.T) {
 		ap.Load, ap.Rate = benchmarks.Load{Instances: 2, Goroutines: 64}, 1000
 		ap.Keys, ap.TTL, ap.Jitter, ap.Tail = 300, 3*time.Second, 0.5, 300*time.Millisecond
 		ap.OutageAt, ap.OutageFor = 500*time.Millisecond, 1500*time.Millisecond
-		res, err := benchmarks.RunAvalanche(ctx, env, ap, benchmarks.AvalancheVariants(ap))
-		if err != nil {
-			t.Fatal(err)
+		// The peaks are a rate: on a starved machine (the race detector,
+		// other packages' tests) the readers fall behind, drop reads, and
+		// smear no_jitter's burst over many buckets. A run whose readers
+		// dropped reads measured the machine, not the jitter: such runs
+		// are repeated (at most three in all) before the peaks are judged.
+		var res benchmarks.Result
+		for attempt := 1; ; attempt++ {
+			var err error
+			res, err = benchmarks.RunAvalanche(ctx, env, ap, benchmarks.AvalancheVariants(ap))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logRows(t, res)
+			dropped := metric(t, res, "no_jitter", "dropped") + metric(t, res, "jitter", "dropped")
+			if dropped == 0 || attempt == 3 {
+				break
+			}
+			t.Logf("attempt %d: the readers dropped %v reads; running again", attempt, dropped)
 		}
-		logRows(t, res)
 		results = append(results, res)
 		nj := metric(t, res, "no_jitter", benchmarks.MetricPeakPer100ms)
 		j := metric(t, res, "jitter", benchmarks.MetricPeakPer100ms)
