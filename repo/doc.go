@@ -16,7 +16,9 @@
 // Get and GetMany read through a cacheaside.Entity named after the table
 // (Options.Name). A batch is one MGET (one per slot on a Cluster) plus at
 // most one SELECT … WHERE pk IN (…) for the misses, split into chunks of
-// Options.BatchSize ids when larger. Ids absent from the database are
+// Options.BatchSize ids when larger (with Mutex, AsyncRefresh or
+// EarlyRefresh, one more round trip leases the misses, so that each id is
+// loaded once across processes). Ids absent from the database are
 // cached as "not found" for Policy.NullTTL (one minute by default) and
 // answer ErrNotFound, which errors.Is also matches with
 // cacheaside.ErrNotFound and gorm.ErrRecordNotFound.

@@ -52,7 +52,11 @@ func (r *Repository[T, ID]) loadOne(ctx context.Context, key string, id ID) (T, 
 // On an error the map holds what could be read (hits, and stale values
 // within Grace).
 // Outside a transaction the batch costs one MGET (one per slot on a
-// Cluster) and, for the misses, one SELECT … IN per BatchSize ids.
+// Cluster) and, for the misses, one SELECT … IN per BatchSize ids. With
+// the Mutex, AsyncRefresh and EarlyRefresh strategies the misses are
+// leased first (one more round trip), so that concurrent GetMany and Get
+// calls across processes load each id once; ids another caller is loading
+// are awaited, as Get awaits them.
 func (r *Repository[T, ID]) GetMany(ctx context.Context, ids []ID) (map[ID]T, error) {
 	keys := make([]string, 0, len(ids))
 	byKey := make(map[string]ID, len(ids))
