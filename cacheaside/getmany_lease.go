@@ -63,16 +63,7 @@ func (e *Entity[T]) leasedMany(ctx context.Context, ids, keyList []string, stale
 // loads every id directly. On a load error it returns the error, with
 // stale values within Grace in out for the ids it leaves.
 func (e *Entity[T]) leaseRound(ctx context.Context, ids, keyList []string, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (held []int, err error) {
-	now := time.Now().UnixMilli()
-	tokens := make([]string, len(ids))
-	calls := make([]scriptCall, len(ids))
-	for i, k := range keyList {
-		tokens[i] = newToken()
-		calls[i] = scriptCall{
-			keys: []string{k, k + ":lock", k + ":ver"},
-			args: []any{tokens[i], e.lockPX, newToken(), e.verPX, now, ""},
-		}
-	}
+	tokens, calls := e.leaseCalls(keyList, nil)
 	if err := runScripts(ctx, e.c.client, leaseScript, calls); err != nil {
 		e.releaseTaken(ctx, keyList, tokens, calls)
 		failed, cerr := e.c.redisErr(ctx, err)

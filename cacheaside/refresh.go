@@ -95,16 +95,7 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, ids, keyList, observed
 }
 
 func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []string, load func(context.Context, []string) (map[string]T, error)) {
-	now := time.Now().UnixMilli()
-	tokens := make([]string, len(ids))
-	calls := make([]scriptCall, len(ids))
-	for i, k := range keyList {
-		tokens[i] = newToken()
-		calls[i] = scriptCall{
-			keys: []string{k, k + ":lock", k + ":ver"},
-			args: []any{tokens[i], e.lockPX, newToken(), e.verPX, now, observed[i]},
-		}
-	}
+	tokens, calls := e.leaseCalls(keyList, observed)
 	if err := runScripts(ctx, e.c.client, leaseScript, calls); err != nil {
 		if failed, _ := e.c.redisErr(ctx, err); failed {
 			e.ctr.inc(EventCacheError)
@@ -137,4 +128,25 @@ func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []st
 		e.ctr.inc(EventRefresh)
 	}
 	e.storeMany(ctx, gotIDs, gotKeys, gotVers, gotTokens, found, d)
+}
+
+// leaseCalls returns fresh tokens and the lease.lua calls that take the
+// rebuild leases of keyList in one pipeline: for a miss when observed is
+// nil, else for a refresh of the entries whose headers were observed.
+func (e *Entity[T]) leaseCalls(keyList, observed []string) (tokens []string, calls []scriptCall) {
+	now := time.Now().UnixMilli()
+	tokens = make([]string, len(keyList))
+	calls = make([]scriptCall, len(keyList))
+	for i, k := range keyList {
+		obs := ""
+		if observed != nil {
+			obs = observed[i]
+		}
+		tokens[i] = newToken()
+		calls[i] = scriptCall{
+			keys: []string{k, k + ":lock", k + ":ver"},
+			args: []any{tokens[i], e.lockPX, newToken(), e.verPX, now, obs},
+		}
+	}
+	return tokens, calls
 }
