@@ -5,33 +5,26 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/asidekit/asidekit/benchmarks"
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/cacheaside/msgpackcodec"
 )
 
 // AsidekitMsgpack is an explanatory hit variant: asidebench's asidekit hit
 // variant (cacheaside.Entity.Get, Mutex policy, 10% jitter) with
-// cacheaside.Options.Codec set to msgpack, the codec jetcache-go and
-// go-redis/cache use by default, in place of asidekit's default JSON. Next
-// to the default row it separates what the codec costs from what the
-// library does around it.
+// cacheaside.Options.Codec set to msgpackcodec.Codec (MessagePack, the
+// encoding jetcache-go and go-redis/cache use by default) in place of
+// asidekit's default JSON. Next to the default row it separates what the
+// codec costs from what the library does around it.
 const AsidekitMsgpack = "asidekit+msgpack"
-
-// msgpackCodec is a cacheaside.Codec over vmihailenco/msgpack/v5.
-type msgpackCodec struct{}
-
-func (msgpackCodec) Marshal(v any) ([]byte, error)   { return msgpack.Marshal(v) }
-func (msgpackCodec) Unmarshal(b []byte, v any) error { return msgpack.Unmarshal(b, v) }
 
 // msgpackVariant is AsidekitMsgpack.
 func msgpackVariant() benchmarks.Variant {
 	return benchmarks.Variant{
 		Name:  AsidekitMsgpack,
-		Notes: "not a default: asidekit's hit path with Options.Codec = msgpack (the peers' codec) instead of JSON",
+		Notes: "not a default: asidekit's hit path with Options.Codec = msgpack (the peers' codec) (cacheaside/msgpackcodec) instead of JSON",
 		New: func(s benchmarks.Setup) (benchmarks.Subject, error) {
-			cache, err := cacheaside.New(s.Client, &cacheaside.Options{Namespace: s.Namespace, Codec: msgpackCodec{}})
+			cache, err := cacheaside.New(s.Client, &cacheaside.Options{Namespace: s.Namespace, Codec: msgpackcodec.Codec{}})
 			if err != nil {
 				return nil, err
 			}
