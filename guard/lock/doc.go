@@ -13,9 +13,10 @@
 //
 //	ns:lock:{name}          the holder's token, with the lock's ttl
 //	ns:lock:{name}:fence    the fencing counter, no expiry
+//	ns:lock:{name}:wait     the waiters' mark, while someone waits
 //
-// The braces are the Cluster hash tag: both keys sit in one slot, so one
-// script touches both. Releases are announced on the channel
+// The braces are the Cluster hash tag: the keys sit in one slot, so one
+// script touches them all. Releases are announced on the channel
 // ns:lock:unlocked with the escaped name as the message.
 //
 // # Acquisition
@@ -38,8 +39,15 @@
 // announcement, or a holder that crashed, costs at most that), one backoff
 // while it is not. When the subscription comes back after an outage, one
 // waiter of each lock looks again at once. Stats counts both kinds of
-// wake-up. Every release publishes, waiters or not; on a Cluster a
-// PUBLISH reaches every node.
+// wake-up.
+//
+// A release publishes only when someone waits: each failed try of a
+// waiter sets the lock's mark, in the same script, to last the holder's
+// remaining ttl plus two MaxBackoff, longer than the waiter sleeps; a
+// release publishes while the mark exists and leaves it to expire, for
+// other waiters. An uncontended Obtain and Release thus cost one script
+// round trip each, no PUBLISH (which on a Cluster reaches every node),
+// and no subscription.
 //
 // # Operations
 //
@@ -48,7 +56,8 @@
 // are never chosen; lock keys have one and could be) or noeviction, or on
 // a Redis of their own. An evicted lock key lets a second holder in; an
 // evicted fence counter restarts at 1, and the database then rejects the
-// new holders' fences until they pass the old high-water mark.
+// new holders' fences until they pass the old high-water mark. An evicted
+// mark only costs its waiters a wake-up by timer.
 //
 // Redis replication is asynchronous: after a failover the new primary may
 // miss a lock that was just granted, and grant it twice. Fences guard

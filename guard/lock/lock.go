@@ -35,9 +35,15 @@ type holder interface {
 }
 
 func newLock(name, token string, fence int64, ttl time.Duration, h holder) *Lock {
-	l := &Lock{name: name, token: token, fence: fence, h: h}
-	l.ttl.Store(int64(ttl))
+	l := new(Lock)
+	l.init(name, token, fence, ttl, h)
 	return l
+}
+
+// init sets up a zero Lock in place.
+func (l *Lock) init(name, token string, fence int64, ttl time.Duration, h holder) {
+	l.name, l.token, l.fence, l.h = name, token, fence, h
+	l.ttl.Store(int64(ttl))
 }
 
 // newToken returns 128 random bits, URL-safe base64 encoded (22 bytes).

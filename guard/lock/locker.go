@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,10 @@ type Locker struct {
 	channel string // the namespace's unlock channel
 	n       *notifier
 	stats   counters
+
+	// Script arguments boxed once, not on every call.
+	channelArg any // channel
+	markArg    any // how long a waiting mark outlasts the holder, in ms
 }
 
 // Obtainer is what a Locker and a Redlock have in common: code that needs
@@ -47,13 +52,24 @@ func New(client redis.UniversalClient, opts *Options) *Locker {
 	}
 	l := &Locker{client: client, opts: o, err: err, channel: o.Namespace + ":lock:unlocked"}
 	l.n = newNotifier(client, l.channel, &l.stats, o.MinBackoff, o.MaxBackoff)
+	l.channelArg = l.channel
+	l.markArg = markSlack(o.MaxBackoff).Milliseconds()
 	return l
+}
+
+// markSlack is how long a waiter's mark lasts past the holder's ttl. The
+// waiter sleeps at most the holder's ttl plus one MaxBackoff; the second
+// MaxBackoff covers the reply's trip and a late timer, so that a release
+// while the waiter still sleeps finds the mark and is announced.
+func markSlack(maxBackoff time.Duration) time.Duration {
+	return 2*maxBackoff + time.Millisecond
 }
 
 // lockKeys are the Redis names of one lock.
 type lockKeys struct {
 	lock  string // ns:lock:{name}
 	fence string // ns:lock:{name}:fence
+	wait  string // ns:lock:{name}:wait, the waiters' mark (obtain.lua)
 	msg   string // the escaped name: the unlock message, the waiters' index
 }
 
@@ -62,41 +78,48 @@ func makeKeys(ns, name string) (lockKeys, error) {
 	if err != nil {
 		return lockKeys{}, fmt.Errorf("%w: name: %w", ErrInvalid, err)
 	}
-	lock := ns + ":lock:{" + esc + "}"
-	return lockKeys{lock: lock, fence: lock + ":fence", msg: esc}, nil
+	// One allocation holds the three keys: "L:fenceL:wait", L the lock key.
+	var b strings.Builder
+	n := len(ns) + len(":lock:{") + len(esc) + len("}")
+	b.Grow(2*n + len(":fence:wait"))
+	for _, part := range [...]string{ns, ":lock:{", esc, "}:fence", ns, ":lock:{", esc, "}:wait"} {
+		b.WriteString(part)
+	}
+	all := b.String()
+	return lockKeys{lock: all[:n], fence: all[:n+len(":fence")], wait: all[n+len(":fence"):], msg: esc}, nil
 }
 
-// prepare checks a call's arguments and the Locker's state.
-func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (lockKeys, error) {
+// prepare checks a call's arguments and the Locker's state, and returns
+// the acquisition to try, with a new token.
+func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (*single, error) {
 	if l.err != nil {
-		return lockKeys{}, l.err
+		return nil, l.err
 	}
 	k, err := makeKeys(l.opts.Namespace, name)
 	if err != nil {
-		return k, err
+		return nil, err
 	}
 	if err := checkTTL(ttl); err != nil {
-		return k, err
+		return nil, err
 	}
 	if l.n.isClosed() {
-		return k, ErrClosed
+		return nil, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		l.stats.notObtained.Add(1)
-		return k, fmt.Errorf("%w: %w", ErrNotObtained, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotObtained, err)
 	}
-	return k, nil
+	return newSingle(l, name, k, ttl), nil
 }
 
 // TryObtain takes the lock if it is free, in one round trip, and returns
 // ErrNotObtained if it is held.
 func (l *Locker) TryObtain(ctx context.Context, name string, ttl time.Duration) (*Lock, error) {
-	k, err := l.prepare(ctx, name, ttl)
+	s, err := l.prepare(ctx, name, ttl)
 	if err != nil {
 		return nil, err
 	}
-	token := newToken()
-	ok, v, err := l.attempt(ctx, k, token, ttl)
+	ok, v, err := s.attempt(ctx, false)
 	if err != nil {
 		return nil, l.failed(ctx, name, err)
 	}
@@ -104,7 +127,7 @@ func (l *Locker) TryObtain(ctx context.Context, name string, ttl time.Duration) 
 		l.stats.notObtained.Add(1)
 		return nil, fmt.Errorf("%w: %q is held", ErrNotObtained, name)
 	}
-	return l.obtained(name, token, v, ttl, k), nil
+	return l.obtained(s, v), nil
 }
 
 // Obtain takes the lock, waiting while it is held until it is obtained,
@@ -115,40 +138,27 @@ func (l *Locker) TryObtain(ctx context.Context, name string, ttl time.Duration) 
 // matches ErrNotObtained (and ctx's error when ctx ended); a Redis failure
 // returns that failure.
 func (l *Locker) Obtain(ctx context.Context, name string, ttl time.Duration, opts *ObtainOptions) (*Lock, error) {
-	k, err := l.prepare(ctx, name, ttl)
+	s, err := l.prepare(ctx, name, ttl)
 	if err != nil {
 		return nil, err
 	}
-	token := newToken()
 	// The fast path: a free lock costs one round trip and no subscription.
-	ok, v, err := l.attempt(ctx, k, token, ttl)
+	ok, v, err := s.attempt(ctx, false)
 	if err != nil {
 		return nil, l.failed(ctx, name, err)
 	}
 	if !ok {
-		if v, err = l.wait(ctx, name, k, token, ttl, opts.waitBound(ttl)); err != nil {
+		if v, err = l.wait(ctx, s, opts.waitBound(ttl)); err != nil {
 			return nil, err
 		}
 	}
-	return l.obtained(name, token, v, ttl, k), nil
+	return l.obtained(s, v), nil
 }
 
-// attempt runs obtain.lua once: ok with the fence, or not ok with the
-// holder's remaining ttl in milliseconds.
-func (l *Locker) attempt(ctx context.Context, k lockKeys, token string, ttl time.Duration) (bool, int64, error) {
-	res, err := obtainScript.Run(ctx, l.client, []string{k.lock, k.fence}, token, ttl.Milliseconds()).Int64Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	if len(res) != 2 {
-		return false, 0, fmt.Errorf("unexpected reply %v from obtain script", res)
-	}
-	return res[0] == 1, res[1], nil
-}
-
-func (l *Locker) obtained(name, token string, fence int64, ttl time.Duration, k lockKeys) *Lock {
+func (l *Locker) obtained(s *single, fence int64) *Lock {
 	l.stats.obtained.Add(1)
-	return newLock(name, token, fence, ttl, &single{l: l, k: k})
+	s.lk.fence = fence
+	return &s.lk
 }
 
 // failed turns an error of a round trip into Obtain's error.
@@ -194,24 +204,70 @@ func (l *Locker) Close() error {
 // Stats returns the Locker's counters.
 func (l *Locker) Stats() Stats { return l.stats.snapshot() }
 
-// single is the holder of a Locker's lock.
+// single is one acquisition of a Locker's lock: the Lock it becomes once
+// obtained, and its holder. One allocation holds both, with the scripts'
+// keys and arguments ready, so that an Obtain and a Release allocate
+// little beyond what go-redis needs.
 type single struct {
-	l *Locker
-	k lockKeys
+	lk    Lock // its h is this single
+	l     *Locker
+	msg   string    // the escaped name: the unlock message, the waiters' index
+	keys  [3]string // obtain.lua's KEYS: lock, fence, and the mark when waiting
+	rkeys [2]string // release.lua's KEYS: lock, mark
+	oargs [3]any    // obtain.lua's ARGV: token, ttl in ms, the mark's slack
+	rargs [3]any    // release.lua's ARGV: token, channel, message
 }
 
-func (s *single) release(ctx context.Context, token string) (bool, error) {
-	n, err := releaseScript.Run(ctx, s.l.client, []string{s.k.lock}, token, s.l.channel, s.k.msg).Int64()
+func newSingle(l *Locker, name string, k lockKeys, ttl time.Duration) *single {
+	token := newToken()
+	s := &single{
+		l:     l,
+		msg:   k.msg,
+		keys:  [3]string{k.lock, k.fence, k.wait},
+		rkeys: [2]string{k.lock, k.wait},
+	}
+	var tokenArg any = token
+	s.oargs = [3]any{tokenArg, ttl.Milliseconds(), l.markArg}
+	s.rargs = [3]any{tokenArg, l.channelArg, k.msg}
+	s.lk.init(name, token, 0, ttl, s)
+	return s
+}
+
+// attempt runs obtain.lua once: ok with the fence, or not ok with the
+// holder's remaining ttl in milliseconds. A waiting attempt also marks the
+// lock, so that its release is announced.
+func (s *single) attempt(ctx context.Context, waiting bool) (bool, int64, error) {
+	keys, args := s.keys[:2], s.oargs[:2]
+	if waiting {
+		keys, args = s.keys[:], s.oargs[:]
+	}
+	res, err := obtainScript.Run(ctx, s.l.client, keys, args...).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) == 2 {
+		ok, okInt := res[0].(int64)
+		v, vInt := res[1].(int64)
+		if okInt && vInt {
+			return ok == 1, v, nil
+		}
+	}
+	return false, 0, fmt.Errorf("unexpected reply %v from obtain script", res)
+}
+
+// release ignores its token argument: it is s's own, boxed in rargs.
+func (s *single) release(ctx context.Context, _ string) (bool, error) {
+	n, err := releaseScript.Run(ctx, s.l.client, s.rkeys[:], s.rargs[:]...).Int64()
 	return n == 1, err
 }
 
 func (s *single) refresh(ctx context.Context, token string, ttl time.Duration) (bool, error) {
-	n, err := refreshScript.Run(ctx, s.l.client, []string{s.k.lock}, token, ttl.Milliseconds()).Int64()
+	n, err := refreshScript.Run(ctx, s.l.client, s.keys[:1], token, ttl.Milliseconds()).Int64()
 	return n == 1, err
 }
 
 func (s *single) pttl(ctx context.Context, token string) (time.Duration, bool, error) {
-	n, err := pttlScript.Run(ctx, s.l.client, []string{s.k.lock}, token).Int64()
+	n, err := pttlScript.Run(ctx, s.l.client, s.keys[:1], token).Int64()
 	if err != nil || n == -3 {
 		return 0, false, err
 	}

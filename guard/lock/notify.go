@@ -120,10 +120,15 @@ func (n *notifier) wakeAll() {
 	}
 }
 
+// isClosed reports whether close was called. It reads stop, not closed,
+// so that Obtain's fast path takes no lock shared by every caller.
 func (n *notifier) isClosed() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.closed
+	select {
+	case <-n.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // liveNow reports whether the subscription is confirmed at this moment.

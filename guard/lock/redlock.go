@@ -244,7 +244,7 @@ func (r *Redlock) round(ctx context.Context, k lockKeys, token string, ttl time.
 	// Not granted: undo, on every node, since a node may have set the key
 	// and then failed to answer. The caller's ctx may have ended.
 	r.each(context.WithoutCancel(ctx), ttl, func(ctx context.Context, c redis.UniversalClient) nodeReply {
-		return nodeReply{err: releaseScript.Run(ctx, c, []string{k.lock}, token, r.opts.Namespace+":lock:unlocked", k.msg).Err()}
+		return nodeReply{err: releaseScript.Run(ctx, c, []string{k.lock, k.wait}, token, r.opts.Namespace+":lock:unlocked", k.msg).Err()}
 	})
 	if len(errs) > len(r.clients)-r.quorum {
 		return 0, fmt.Errorf("%w: %d of %d nodes granted the lock, %d needed: %w",
@@ -330,7 +330,7 @@ func (q *quorumHolder) verdict(ok int, errs []error) (bool, error) {
 
 func (q *quorumHolder) release(ctx context.Context, token string) (bool, error) {
 	replies := q.r.each(ctx, q.ttl, func(ctx context.Context, c redis.UniversalClient) nodeReply {
-		n, err := releaseScript.Run(ctx, c, []string{q.k.lock}, token, q.r.opts.Namespace+":lock:unlocked", q.k.msg).Int64()
+		n, err := releaseScript.Run(ctx, c, []string{q.k.lock, q.k.wait}, token, q.r.opts.Namespace+":lock:unlocked", q.k.msg).Int64()
 		return nodeReply{n: n, err: err}
 	})
 	return q.verdict(tally(replies))

@@ -9,17 +9,20 @@ import (
 // wait waits for a held lock and takes it. It registers a waiter with the
 // shared subscription first and tries again after that, so a release
 // between the first try and the registration is not missed. Each failed
-// try sleeps until a notification, or a timer: one backoff while the
-// subscription is not live, else the holder's remaining ttl plus one
-// backoff (an earlier release would have been announced).
-func (l *Locker) wait(ctx context.Context, name string, k lockKeys, token string, ttl, bound time.Duration) (int64, error) {
+// try marks the lock, in the same script, so that its release is
+// announced (see obtain.lua), and sleeps until a notification, or a
+// timer: one backoff while the subscription is not live, else the
+// holder's remaining ttl plus one backoff (an earlier release would have
+// been announced: the mark outlasts the sleep, see markSlack).
+func (l *Locker) wait(ctx context.Context, s *single, bound time.Duration) (int64, error) {
+	name := s.lk.name
 	l.stats.waits.Add(1)
-	w, live, err := l.n.register(k.msg)
+	w, live, err := l.n.register(s.msg)
 	if err != nil {
 		return 0, err
 	}
 	obtained := false
-	defer func() { l.n.unregister(k.msg, w, !obtained) }()
+	defer func() { l.n.unregister(s.msg, w, !obtained) }()
 
 	var boundC <-chan time.Time
 	if bound > 0 {
@@ -49,7 +52,7 @@ func (l *Locker) wait(ctx context.Context, name string, k lockKeys, token string
 
 	retry := newBackoff(l.opts.MinBackoff, l.opts.MaxBackoff)
 	for {
-		ok, v, err := l.attempt(ctx, k, token, ttl)
+		ok, v, err := s.attempt(ctx, true)
 		if err != nil {
 			return 0, l.failed(ctx, name, err)
 		}
