@@ -23,11 +23,8 @@ func NewConfigStoreCollector(name string, src ConfigStoreStatser) prometheus.Col
 	if src == nil {
 		panic("metrics: NewConfigStoreCollector with a nil source")
 	}
-	l := prometheus.Labels{"store": name}
-	desc := func(metric, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(DefaultNamespace, "configstore", metric), help, nil, l)
-	}
-	c := &snapshotCollector[configstore.Stats]{stats: src.Stats}
+	c := newSnapshotCollector("configstore", "store", name, src.Stats)
+	desc := c.desc
 	c.counter(desc("rebuilds_total", "Hash rebuilds this Store ran, one database query each."),
 		func(s configstore.Stats) float64 { return float64(s.Rebuilds) })
 	c.counter(desc("rebuild_waits_total", "Reads that waited for another process's rebuild."),

@@ -23,11 +23,8 @@ func NewLockCollector(name string, src LockStatser) prometheus.Collector {
 	if src == nil {
 		panic("metrics: NewLockCollector with a nil source")
 	}
-	l := prometheus.Labels{"locker": name}
-	desc := func(metric, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(DefaultNamespace, "lock", metric), help, labels, l)
-	}
-	c := &snapshotCollector[lock.Stats]{stats: src.Stats}
+	c := newSnapshotCollector("lock", "locker", name, src.Stats)
+	desc := c.desc
 	c.counter(desc("obtained_total", "Locks obtained, by Obtain and TryObtain."),
 		func(s lock.Stats) float64 { return float64(s.Obtained) })
 	c.counter(desc("not_obtained_total", "Obtain and TryObtain calls that gave up because the lock was held."),

@@ -6,9 +6,11 @@ import "github.com/prometheus/client_golang/prometheus"
 // scrape, as const metrics: the source keeps its own atomics, and an idle
 // registry costs it nothing.
 type snapshotCollector[S any] struct {
-	stats   func() S
-	descs   []*prometheus.Desc
-	metrics []snapshotMetric[S]
+	stats       func() S
+	subsystem   string
+	constLabels prometheus.Labels
+	descs       []*prometheus.Desc
+	metrics     []snapshotMetric[S]
 }
 
 // snapshotMetric is one series: a desc, its variable label values, and the
@@ -17,6 +19,19 @@ type snapshotMetric[S any] struct {
 	desc   *prometheus.Desc
 	labels []string
 	value  func(S) float64
+}
+
+// newSnapshotCollector returns an empty collector of stats, whose metrics
+// are named asidekit_<subsystem>_… and carry the constant label
+// label=name.
+func newSnapshotCollector[S any](subsystem, label, name string, stats func() S) *snapshotCollector[S] {
+	return &snapshotCollector[S]{stats: stats, subsystem: subsystem, constLabels: prometheus.Labels{label: name}}
+}
+
+// desc describes the metric asidekit_<subsystem>_<metric>, with variable
+// labels.
+func (c *snapshotCollector[S]) desc(metric, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(DefaultNamespace, c.subsystem, metric), help, labels, c.constLabels)
 }
 
 // counter adds a counter series read by value and returns its desc, for
