@@ -61,7 +61,7 @@ func logRows(t *testing.T, res benchmarks.Result) {
 // check runs last, after every other cleanup).
 func TestScenarios_real(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { goleak.VerifyNone(t, testcontainers.GoleakOptions(ignore)...) })
 	env := realEnv(t)
 	ctx := context.Background()
 	p := benchmarks.QuickParams()

@@ -68,5 +68,5 @@ func TestCache_Close_noGoroutineLeft(t *testing.T) {
 	for _, cl := range []interface{ Close() error }{client, otherClient, deadClient} {
 		_ = cl.Close()
 	}
-	goleak.VerifyNone(t, ignore)
+	goleak.VerifyNone(t, testcontainers.GoleakOptions(ignore)...)
 }

@@ -149,7 +149,7 @@ func TestGenerator_Close(t *testing.T) {
 	if _, err := g.Next(context.Background(), "ORD"); !errors.Is(err, seqgen.ErrClosed) {
 		t.Fatalf("Next after Close: %v, want ErrClosed", err)
 	}
-	goleak.VerifyNone(t, ignore)
+	goleak.VerifyNone(t, testcontainers.GoleakOptions(ignore)...)
 }
 
 func TestGenerator_Next_backgroundErrorReported(t *testing.T) {

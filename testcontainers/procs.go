@@ -62,14 +62,18 @@ func start(name string, cmd *exec.Cmd, dir string, sig syscall.Signal) (*proc, e
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, dir: dir, stop: sig, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
+	go p.wait()
 	procsMu.Lock()
 	procs = append(procs, p)
 	procsMu.Unlock()
 	return p, nil
+}
+
+// wait reaps the process and closes done; it runs as long as the server does
+// (GoleakOptions names it).
+func (p *proc) wait() {
+	_ = p.cmd.Wait()
+	close(p.done)
 }
 
 // Stop ends the process (waiting up to 10 s before SIGKILL) and removes its

@@ -27,7 +27,7 @@ func TestWaitAndAcquire_noGoroutineLeak(t *testing.T) {
 	if err := lim.Wait(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, testcontainers.GoleakOptions(goleak.IgnoreCurrent())...)
 
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()

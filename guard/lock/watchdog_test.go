@@ -118,7 +118,7 @@ func TestLock_AutoRefresh_replaced(t *testing.T) {
 
 func TestLocker_Close_noGoroutineLeak(t *testing.T) {
 	rn := testcontainers.Redis(t) // resolve the server before the snapshot
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, testcontainers.GoleakOptions(goleak.IgnoreCurrent())...)
 	ctx := context.Background()
 	a := redis.NewClient(&redis.Options{Addr: rn.Addrs[0]})
 	defer a.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asidekit/asidekit/repo/configstore"
 	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // follow keeps local up to date from s.Watch until ctx ends.
@@ -155,5 +156,5 @@ func TestStore_Watch_closesOnCancel(t *testing.T) {
 			t.Fatal("channel not closed after cancel")
 		}
 	}
-	goleak.VerifyNone(t, ignore)
+	goleak.VerifyNone(t, testcontainers.GoleakOptions(ignore)...)
 }
