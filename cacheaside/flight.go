@@ -2,8 +2,14 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
+
+// ErrLoaderGoexit is the error of every caller of a shared load whose
+// loader called runtime.Goexit (t.FailNow in a test, for example) instead of
+// returning: there is no value to give them.
+var ErrLoaderGoexit = errors.New("cacheaside: loader called runtime.Goexit")
 
 // outcome says which callers of a shared load may use its result without
 // breaking the guarantee that no read returns a value older than a write
@@ -103,7 +109,11 @@ func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Cont
 }
 
 func (g *flight[T]) run(ctx context.Context, key string, c *flightCall[T], fn func(context.Context, func()) (T, outcome, error)) {
+	returned := false
 	defer func() {
+		if !returned { // runtime.Goexit: fn never returned
+			c.out, c.err = validAll, ErrLoaderGoexit
+		}
 		g.mu.Lock()
 		if g.calls[key] == c {
 			delete(g.calls, key)
@@ -113,6 +123,7 @@ func (g *flight[T]) run(ctx context.Context, key string, c *flightCall[T], fn fu
 		close(c.done)
 	}()
 	c.val, c.out, c.err = fn(ctx, c.markFunc)
+	returned = true
 }
 
 // noMark is the mark of a load that nobody joins.
