@@ -77,7 +77,12 @@
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step
 // that validates it, or any joiner of a load whose store was refused, does
-// not take its result but reads again.
+// not take its result but reads again. When Redis fails (or the breaker is
+// open) reads fall open to the loader, and there is no Redis step to
+// validate a load: concurrent callers then share loads by group commit,
+// never taking the result of a load that began before they did (they
+// queue for the next one, sent when it returns), so the guarantee holds on
+// that path as well.
 //
 // # Eviction and failover
 //

@@ -57,7 +57,8 @@ func parseLease(res []any) (leaseReply, error) {
 // across all processes takes the lease (renewed while it loads) and loads;
 // the others wait for its value-ready notification (or re-check every
 // recheck), up to WaitTimeout. In this process callers share one leased()
-// through the flight group.
+// through the flight group. A Redis failure before the load returns
+// errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	token := newToken()
@@ -68,24 +69,15 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		r, err := e.lease(ctx, key, token, "")
-		if err != nil {
-			failed, cerr := e.c.redisErr(ctx, err)
-			if cerr != nil {
-				return zero, validAll, cerr
-			}
-			if failed {
-				e.ctr.inc(EventCacheError)
-			}
-			v, _, err := e.invoke(ctx, id, load)
-			v, err = e.result(v, err, st)
-			return v, validAll, err
+		if err = e.redisResult(ctx, err); err != nil {
+			return zero, validAll, err
 		}
-		e.c.br.success()
 		switch r.status {
 		case leaseAcquired:
-			defer e.keepLeases(ctx, []string{key}, []string{token})()
+			it := item{id: id, key: key, ver: r.ver, token: token}
+			defer e.keepLeases(ctx, []item{it})()
 			v, d, err := e.invoke(ctx, id, load)
-			return e.finish(ctx, key, r.ver, token, v, d, err, st, mark)
+			return e.finish(ctx, it, v, d, err, st, mark)
 		case leaseNoop:
 			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
 				return v, validMarked, err
@@ -93,8 +85,8 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			continue
 		}
 		// Held by another caller: wait for its notification.
-		if st == nil {
-			st = e.staleOf(r.entry)
+		if st == nil && r.entry != nil {
+			st = e.classify(r.entry, 0).stale()
 		}
 		if w == nil {
 			e.ctr.inc(EventLockWait)
