@@ -16,7 +16,7 @@ import (
 // in flight makes its own at once, on its own context: a lone caller pays
 // nothing.
 //
-// Entities use it for Redis GETs (Policy.CoalesceReads) and for the loads
+// Entities use it for every Redis GET of Get and for the loads
 // of the fail-open path. The zero commitGroup is ready to use.
 type commitGroup[V any] struct {
 	mu    sync.Mutex

@@ -29,7 +29,7 @@ type Entity[T any] struct {
 
 	active     atomic.Int64 // loader calls running now
 	flight     flight[T]
-	reads      commitGroup[[]byte] // Policy.CoalesceReads
+	reads      commitGroup[[]byte] // GETs
 	direct     commitGroup[T]      // fail-open loads
 	refreshing sync.Map            // id -> struct{}: refreshes running in this process
 }
@@ -178,14 +178,13 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 	return v, retry, err
 }
 
-// read GETs key's entry: alone, or with Policy.CoalesceReads in a GET
-// shared with the concurrent Gets of key (see readGroup).
+// read GETs key's entry in a GET shared with the concurrent Gets of key
+// in this process by group commit (see commitGroup): a lone reader sends
+// its GET at once; while one is in flight, readers queue for the next.
 func (e *Entity[T]) read(ctx context.Context, key string) ([]byte, error) {
-	get := func(ctx context.Context) ([]byte, error) { return e.c.client.Get(ctx, key).Bytes() }
-	if e.p.CoalesceReads {
-		return e.reads.do(ctx, key, get)
-	}
-	return get(ctx)
+	return e.reads.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return e.c.client.Get(ctx, key).Bytes()
+	})
 }
 
 // corrupt deletes an entry that is not ours (or is damaged) and counts it.

@@ -20,7 +20,7 @@ const defaultRecheck = 100 * time.Millisecond
 
 type leaseReply struct {
 	status int64
-	ver    string
+	ver    string // the version (leaseAcquired) or the holder's lease token (leaseHeld)
 	entry  []byte // nil when there is none
 }
 
@@ -66,6 +66,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	defer deadline.Stop()
 	var tick *time.Timer
 	var w *waiter
+	var holder string // lease token of the holder the last lease call saw
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		r, err := e.lease(ctx, key, token, "")
@@ -85,6 +86,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			continue
 		}
 		// Held by another caller: wait for its notification.
+		holder = r.ver
 		if st == nil && r.entry != nil {
 			st = e.classify(r.entry, 0).stale()
 		}
@@ -106,6 +108,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			}
 			return zero, validAll, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
 		case <-w.wake:
+			// The holder seen above stored after this caller's last lease
+			// call, which covers the callers joined before its mark.
+			if b, ok := w.stored(key, holder); ok {
+				if v, err, ok := e.classify(b, 0).current(); ok {
+					return v, validMarked, err
+				}
+			}
 		case <-tick.C:
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))

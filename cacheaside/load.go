@@ -197,17 +197,24 @@ func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.
 	return validMarked
 }
 
+// maxAnnounced is the largest entry that fill.lua sends to the waiters
+// with its announcement, sparing them a round trip to read it.
+const maxAnnounced = 4 << 10
+
 // fillCall is the fill.lua call that stores entry (Redis TTL px ms) for
 // it: version-checked, releasing its lease and waking the waiters when it
-// holds one.
+// holds one (with the entry itself when it is small).
 func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
-	channel := ""
+	channel, announce := "", "0"
 	if it.token != "" {
 		channel = e.c.channel
+		if len(entry) <= maxAnnounced {
+			announce = "1"
+		}
 	}
 	return scriptCall{
 		keys: []string{it.key, it.key + ":ver", it.key + ":lock"},
-		args: []any{it.ver, entry, px, e.verPX, it.token, channel},
+		args: []any{it.ver, entry, px, e.verPX, it.token, channel, announce},
 	}
 }
 
