@@ -19,8 +19,18 @@ type outcome struct {
 }
 
 func (o *outcome) record(w int, d time.Duration, err error) {
-	o.requests.Add(1)
 	o.lat.add(w, d)
+	o.count(err)
+}
+
+// recordAt is record for a request whose start time is kept.
+func (o *outcome) recordAt(w int, start time.Time, d time.Duration, err error) {
+	o.lat.addAt(w, start, d)
+	o.count(err)
+}
+
+func (o *outcome) count(err error) {
+	o.requests.Add(1)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNotFound):
@@ -62,7 +72,7 @@ func drive(ctx context.Context, subs []Subject, l Load, next func(w int) (id int
 					}
 					start := time.Now()
 					_, err := s.Get(ctx, id)
-					o.record(w, time.Since(start), err)
+					o.recordAt(w, start, time.Since(start), err)
 					if tr != nil {
 						tr.Add(1)
 					}

@@ -21,6 +21,7 @@ const (
 	MetricRedisRoundTrips  = "redis_round_trips"
 	MetricP50              = "p50_ms"
 	MetricP99              = "p99_ms"
+	MetricBurstP99         = "burst_p99_ms"
 	MetricMax              = "max_ms"
 	MetricNsPerOp          = "ns_per_op"
 	MetricAllocsPerOp      = "allocs_per_op"

@@ -9,18 +9,47 @@ import (
 var quantiles = []float64{0.5, 0.9, 0.99, 0.999, 1}
 
 // latencies collects the durations of every request of a run, one slice
-// per worker so that recording takes no lock.
+// per worker so that recording takes no lock, and the requests' start
+// times when they are known.
 type latencies struct {
 	perWorker [][]time.Duration
+	begins    [][]time.Time // by worker, parallel to perWorker when recorded with addAt
 }
 
 func newLatencies(workers int) *latencies {
-	return &latencies{perWorker: make([][]time.Duration, workers)}
+	return &latencies{perWorker: make([][]time.Duration, workers), begins: make([][]time.Time, workers)}
 }
 
-// worker returns worker w's recorder. Only that worker may call it.
+// add records a request of worker w that took d. Only that worker may
+// call it.
 func (l *latencies) add(w int, d time.Duration) {
 	l.perWorker[w] = append(l.perWorker[w], d)
+}
+
+// addAt records a request of worker w that began at start and took d.
+// Only that worker may call it.
+func (l *latencies) addAt(w int, start time.Time, d time.Duration) {
+	l.perWorker[w] = append(l.perWorker[w], d)
+	l.begins[w] = append(l.begins[w], start)
+}
+
+// during returns, sorted ascending, the durations of the requests
+// recorded with addAt whose [start, end] overlaps one of windows.
+func (l *latencies) during(windows []span) []time.Duration {
+	var out []time.Duration
+	for w, ds := range l.perWorker {
+		for i, start := range l.begins[w] {
+			end := start.Add(ds[i])
+			for _, win := range windows {
+				if !end.Before(win.start) && !start.After(win.end) {
+					out = append(out, ds[i])
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sorted merges every worker's durations, sorted ascending.
@@ -82,23 +111,23 @@ func bucket(times []time.Time, start time.Time, w time.Duration, n int) []int64 
 	return out
 }
 
-// bursts counts the groups of overlapping spans: a span that starts after
-// every earlier-starting span has ended begins a new group. Concurrent
-// loads of one key are one stampede; sequential refreshes are one each.
-func bursts(spans []span) int {
+// bursts returns the groups of overlapping spans, each as the span from
+// its first start to its last end: a span that starts after every
+// earlier-starting span has ended begins a new group. Concurrent loads of
+// one key are one stampede; sequential refreshes are one each.
+func bursts(spans []span) []span {
 	sorted := slices.Clone(spans)
 	slices.SortFunc(sorted, func(a, b span) int { return a.start.Compare(b.start) })
-	n := 0
-	var end time.Time
-	for i, s := range sorted {
-		if i == 0 || s.start.After(end) {
-			n++
-			end = s.end
-		} else if s.end.After(end) {
-			end = s.end
+	var out []span
+	for _, s := range sorted {
+		switch n := len(out); {
+		case n == 0 || s.start.After(out[n-1].end):
+			out = append(out, span{start: s.start, end: s.end})
+		case s.end.After(out[n-1].end):
+			out[n-1].end = s.end
 		}
 	}
-	return n
+	return out
 }
 
 func maxOf(xs []int64) int64 {

@@ -249,31 +249,38 @@ func TestCoalesceReads_missesUseStrategy(t *testing.T) {
 	}
 }
 
-// Off by default: one GET per Get, however many run at once.
-func TestCoalesceReads_offByDefault(t *testing.T) {
-	const goroutines, reads = 16, 10
-	e, h := coalesced(t, false, false, Policy{TTL: time.Hour})
-	if e.Policy().CoalesceReads {
-		t.Fatal("CoalesceReads on by default")
-	}
+// Reads are shared without CoalesceReads, adaptively: a lone reader
+// sends its GET at once (one GET per Get), and readers that find a GET of
+// their key in flight queue and share the next one.
+func TestReads_sharedByDefault(t *testing.T) {
+	const reads, queued = 10, 8
+	e, h := coalesced(t, false, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
-	if err := e.Set(ctx, "1", user{ID: "1"}); err != nil {
+	if err := e.Set(ctx, "1", user{ID: "1", Ver: 1}); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < reads; i++ {
-				if _, err := e.Get(ctx, "1", (&counter{}).load); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
+	first := goGet(ctx, e, "1") // its GET is held after Redis answered
+	<-h.reached
+	var rest []chan getResult
+	for i := 0; i < queued; i++ {
+		rest = append(rest, goGet(ctx, e, "1"))
 	}
-	wg.Wait()
-	if n := h.gets.Load(); n != goroutines*reads {
-		t.Fatalf("GETs = %d, want %d", n, goroutines*reads)
+	waitQueued(t, e, "1", queued)
+	close(h.gate)
+	for _, ch := range append(rest, first) {
+		if r := <-ch; r.err != nil || r.u.Ver != 1 {
+			t.Fatalf("Get = %+v, %v", r.u, r.err)
+		}
+	}
+	if n := h.gets.Load(); n != 2 {
+		t.Fatalf("GETs = %d, want 2 (the held one, then one for the %d queued)", n, queued)
+	}
+	for i := 0; i < reads; i++ {
+		if _, err := e.Get(ctx, "1", (&counter{}).load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.gets.Load() - 2; n != reads {
+		t.Fatalf("lone reader: GETs = %d, want %d", n, reads)
 	}
 }

@@ -21,11 +21,23 @@
 // duration) followed by the Codec's payload. A hit costs one GET and one
 // decode. A corrupt or foreign entry is a miss: it is deleted and counted.
 //
-// With Policy.CoalesceReads, concurrent Gets of one key in a process share
-// GETs by group commit: a Get never joins a GET sent before it began, but
-// queues for the next one, sent when the one in flight returns. A hot key
-// then costs about one GET per round trip, each Get decodes its own value,
-// and no Get returns a value older than a write completed before it began.
+// Concurrent Gets of one key in a process share GETs by group commit: a
+// Get that finds no GET of the key in flight sends its own at once; one
+// that finds a GET in flight never joins it (it may have been read before
+// the Get began) but queues for the next one, sent when the one in flight
+// returns. A lone reader pays nothing, a hot key costs about one GET per
+// round trip, each Get decodes its own value, and no Get returns a value
+// older than a write completed before it began.
+//
+// # Connection pools
+//
+// A process reading hot keys needs few connections (GETs of one key are
+// shared), but its first burst of misses, lease and store scripts may open
+// many at once, each costing a dial and a handshake on the critical path.
+// Give the go-redis client a MinIdleConns of about the number of distinct
+// keys you expect to be read or rebuilt at once (8 to 16 is a good start)
+// and a PoolSize above it (go-redis defaults to 10 per CPU), so that the
+// pool is warm before the first burst.
 //
 // # Keys
 //
@@ -77,7 +89,12 @@
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step
 // that validates it, or any joiner of a load whose store was refused, does
-// not take its result but reads again.
+// not take its result but reads again. When Redis fails (or the breaker is
+// open) reads fall open to the loader, and there is no Redis step to
+// validate a load: concurrent callers then share loads by group commit,
+// never taking the result of a load that began before they did (they
+// queue for the next one, sent when it returns), so the guarantee holds on
+// that path as well.
 //
 // # Eviction and failover
 //

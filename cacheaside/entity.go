@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +29,9 @@ type Entity[T any] struct {
 
 	active     atomic.Int64 // loader calls running now
 	flight     flight[T]
-	reads      readGroup // Policy.CoalesceReads
-	refreshing sync.Map  // id -> struct{}: refreshes running in this process
+	reads      commitGroup[[]byte] // GETs
+	direct     commitGroup[T]      // fail-open loads
+	refreshing sync.Map            // id -> struct{}: refreshes running in this process
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -62,7 +61,7 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 		p:      p,
 		prefix: c.ns + ":{" + esc + ":",
 		ctr:    &counters{name: name, observer: c.observer},
-		clock:  p.Grace > 0 || p.Strategy == AsyncRefresh || p.Strategy == EarlyRefresh,
+		clock:  p.Grace > 0 || p.Strategy.servesStale() || p.Strategy.earlyRefreshes(),
 		lockPX: ms(p.LockTTL),
 		graceM: p.Grace.Milliseconds(),
 	}
@@ -111,7 +110,9 @@ type stale[T any] struct {
 // loader).
 //
 // When Redis fails (or the breaker is open) Get calls load directly,
-// within MaxConcurrentLoads. Every wait honours ctx.
+// within MaxConcurrentLoads, and stores nothing; concurrent Gets of id in
+// this process share such loads by group commit (a Get never takes the
+// result of a load that began before it). Every wait honours ctx.
 func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Context, id string) (T, error)) (T, error) {
 	key, err := e.key(id)
 	if err != nil {
@@ -138,102 +139,63 @@ const maxJoinAttempts = 3
 
 // get is one attempt of Get; share says whether it may join (or start)
 // a load shared with other callers.
-func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (T, bool, error) {
-	var zero T
+func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (v T, retry bool, err error) {
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
-		v, err := e.loadDirect(ctx, id, load, nil)
+		v, err = e.failOpen(ctx, id, load, nil)
 		return v, false, err
 	}
 	b, err := e.read(ctx, key)
-	if err != nil {
-		failed, cerr := e.c.redisErr(ctx, err)
-		if cerr != nil {
-			return zero, false, cerr
+	if err = e.redisResult(ctx, err); err != nil {
+		if errors.Is(err, errFailOpen) {
+			v, err = e.failOpen(ctx, id, load, nil)
 		}
-		if failed {
-			e.ctr.inc(EventCacheError)
-			v, err := e.loadDirect(ctx, id, load, nil)
-			return v, false, err
-		}
-		e.ctr.inc(EventMiss)
-		return e.miss(ctx, key, id, load, nil, share)
+		return v, false, err
 	}
-	e.c.br.success()
-	h, payload, err := decodeEntry(b)
-	if err == nil {
-		fresh, now := true, int64(0)
-		if e.clock {
-			now = time.Now().UnixMilli()
-			fresh = now < h.expiry
-		}
-		if h.null {
-			if fresh {
-				e.ctr.inc(EventNullHit)
-				return zero, false, ErrNotFound
-			}
-			e.ctr.inc(EventMiss)
-			return e.miss(ctx, key, id, load, nil, share)
-		}
-		var v T
-		if err = e.c.codec.Unmarshal(payload, &v); err == nil {
-			switch {
-			case fresh:
-				e.ctr.inc(EventHit)
-				if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
-					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), false, nil
-				}
-				return v, false, nil
-			case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
-				e.ctr.inc(EventStaleServed)
-				e.refreshAsync(ctx, key, id, load, b[:headerLen])
-				return v, false, nil
-			}
-			e.ctr.inc(EventMiss)
-			return e.miss(ctx, key, id, load, &stale[T]{v: v, expiry: h.expiry}, share)
-		}
+	vw := e.classify(b, e.now())
+	switch vw.state {
+	case stateFresh:
+		e.ctr.inc(EventHit)
+		return vw.v, false, nil
+	case stateDue:
+		e.ctr.inc(EventHit)
+		return e.earlyRefresh(ctx, key, id, load, vw.v, vw.hdr), false, nil
+	case stateStale:
+		e.ctr.inc(EventStaleServed)
+		e.refreshAsync(ctx, key, id, load, vw.hdr)
+		return vw.v, false, nil
+	case stateNull:
+		e.ctr.inc(EventNullHit)
+		return v, false, ErrNotFound
+	case stateCorrupt:
+		e.corrupt(ctx, key)
 	}
-	e.corrupt(ctx, key)
 	e.ctr.inc(EventMiss)
-	return e.miss(ctx, key, id, load, nil, share)
+	v, retry, err = e.miss(ctx, key, id, load, vw.stale(), share)
+	if errors.Is(err, errFailOpen) {
+		v, err = e.failOpen(ctx, id, load, vw.stale())
+	}
+	return v, retry, err
 }
 
-// read GETs key's entry: alone, or with Policy.CoalesceReads in a GET
-// shared with the concurrent Gets of key (see readGroup).
+// read GETs key's entry in a GET shared with the concurrent Gets of key
+// in this process by group commit (see commitGroup): a lone reader sends
+// its GET at once; while one is in flight, readers queue for the next.
 func (e *Entity[T]) read(ctx context.Context, key string) ([]byte, error) {
-	if e.p.CoalesceReads {
-		return e.reads.get(ctx, e.c.client, key)
-	}
-	return e.c.client.Get(ctx, key).Bytes()
-}
-
-// maxXFetch bounds −ln(U) for U in (0,1] drawn from a float64: no reader
-// can recompute earlier than maxXFetch·Δ·β before the expiry.
-const maxXFetch = 38
-
-// xfetch reports whether a reader at now should recompute the entry early:
-// now − Δ·β·ln(U) ≥ expiry, U uniform on (0,1].
-func (e *Entity[T]) xfetch(now int64, h header) bool {
-	delta := float64(h.loadUS) / 1000 * e.p.Beta // ms
-	gap := float64(h.expiry - now)
-	if delta <= 0 || gap > delta*maxXFetch {
-		return false
-	}
-	return -delta*math.Log(1-rand.Float64()) >= gap
+	return e.reads.do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		return e.c.client.Get(ctx, key).Bytes()
+	})
 }
 
 // corrupt deletes an entry that is not ours (or is damaged) and counts it.
 func (e *Entity[T]) corrupt(ctx context.Context, key string) {
 	e.ctr.inc(EventDecodeError)
-	if err := e.c.client.Del(ctx, key).Err(); err != nil {
-		if failed, _ := e.c.redisErr(ctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
-	}
+	e.note(ctx, e.c.client.Del(ctx, key).Err())
 }
 
 // miss handles a cache miss: the filter, then the strategy. retry reports
-// that the caller joined a shared load whose result it may not use.
+// that the caller joined a shared load whose result it may not use; an
+// error matching errFailOpen, that Redis failed before the load began.
 func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], share bool) (v T, retry bool, err error) {
 	var zero T
 	if e.p.Filter != nil {
@@ -249,10 +211,10 @@ func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.
 		}
 	}
 	rebuild := e.loadAndStore
-	if e.p.Strategy >= Mutex {
+	if e.p.Strategy.leases() {
 		rebuild = e.leased
 	}
-	if e.p.Strategy == None || !share {
+	if !e.p.Strategy.shares() || !share {
 		v, _, err = rebuild(ctx, key, id, load, st, noMark)
 		return v, false, err
 	}

@@ -10,6 +10,11 @@
 -- ARGV[4]  version TTL, ms (>= every entry TTL of the entity)
 -- ARGV[5]  lease token, or "" when the caller holds no lease
 -- ARGV[6]  pub/sub channel to publish KEYS[1] on, or "" for none
+-- ARGV[7]  "1" to announce the entry with the key when it is stored
+--
+-- The announcement is KEYS[1], or, when the entry was stored and ARGV[7]
+-- is "1", KEYS[1] .. "\n" .. ARGV[5] .. "\n" .. ARGV[2]: a waiter that saw
+-- the lease held by ARGV[5] may take that entry without reading it again.
 --
 -- Returns 1 when stored, 0 when refused (the version changed).
 local stored = 0
@@ -22,6 +27,10 @@ if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
   redis.call('DEL', KEYS[3])
 end
 if ARGV[6] ~= '' then
-  redis.call('PUBLISH', ARGV[6], KEYS[1])
+  if stored == 1 and ARGV[7] == '1' then
+    redis.call('PUBLISH', ARGV[6], KEYS[1] .. '\n' .. ARGV[5] .. '\n' .. ARGV[2])
+  else
+    redis.call('PUBLISH', ARGV[6], KEYS[1])
+  end
 end
 return stored

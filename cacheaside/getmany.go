@@ -43,8 +43,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 	if load == nil {
 		return nil, errNilLoader
 	}
-	uniq := make([]string, 0, len(ids))
-	keyList := make([]string, 0, len(ids))
+	items := make([]item, 0, len(ids))
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
 		if _, dup := seen[id]; dup {
@@ -55,185 +54,160 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 		if err != nil {
 			return nil, err
 		}
-		uniq = append(uniq, id)
-		keyList = append(keyList, key)
+		items = append(items, item{id: id, key: key})
 	}
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
-		return e.loadManyDirect(ctx, uniq, load, out)
+		return e.loadManyDirect(ctx, items, load, out)
 	}
-	raws, err := mget(ctx, e.c.client, keyList)
-	if err != nil {
-		failed, cerr := e.c.redisErr(ctx, err)
-		if cerr != nil {
-			return nil, cerr
+	raws, err := mget(ctx, e.c.client, keysOf(items))
+	if err = e.redisResult(ctx, err); err != nil {
+		if errors.Is(err, errFailOpen) {
+			return e.loadManyDirect(ctx, items, load, out)
 		}
-		if failed {
-			e.ctr.inc(EventCacheError)
-		}
-		return e.loadManyDirect(ctx, uniq, load, out)
+		return nil, err
 	}
-	e.c.br.success()
-
-	now := time.Now().UnixMilli()
-	var miss []int // indexes into uniq
-	var refresh []int
+	now := e.now()
+	var miss, refresh []item
 	var observed []string
 	stales := map[string]*stale[T]{}
 	for i, raw := range raws {
-		s, ok := raw.(string)
-		if !ok {
+		var b []byte
+		if s, ok := raw.(string); ok {
+			b = []byte(s)
+		}
+		it := items[i]
+		vw := e.classify(b, now)
+		switch vw.state {
+		case stateFresh, stateDue:
+			e.ctr.inc(EventHit)
+			out[it.id] = vw.v
+		case stateStale:
+			e.ctr.inc(EventStaleServed)
+			out[it.id] = vw.v
+		case stateNull:
+			e.ctr.inc(EventNullHit)
+		case stateCorrupt:
+			e.corrupt(ctx, it.key)
+		}
+		switch vw.state {
+		case stateDue, stateStale:
+			refresh = append(refresh, it)
+			observed = append(observed, vw.hdr)
+		case stateAbsent, stateExpired, stateCorrupt:
+			if st := vw.stale(); st != nil {
+				stales[it.id] = st
+			}
 			e.ctr.inc(EventMiss)
-			miss = append(miss, i)
-			continue
+			miss = append(miss, it)
 		}
-		h, payload, err := decodeEntry([]byte(s))
-		if err == nil {
-			fresh := now < h.expiry
-			if h.null {
-				if fresh {
-					e.ctr.inc(EventNullHit)
-				} else {
-					e.ctr.inc(EventMiss)
-					miss = append(miss, i)
-				}
-				continue
-			}
-			var v T
-			if err = e.c.codec.Unmarshal(payload, &v); err == nil {
-				switch {
-				case fresh:
-					e.ctr.inc(EventHit)
-					out[uniq[i]] = v
-					if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
-						refresh = append(refresh, i)
-						observed = append(observed, s[:headerLen])
-					}
-					continue
-				case e.p.Strategy == AsyncRefresh && now < h.expiry+e.graceM:
-					e.ctr.inc(EventStaleServed)
-					out[uniq[i]] = v
-					refresh = append(refresh, i)
-					observed = append(observed, s[:headerLen])
-					continue
-				}
-				stales[uniq[i]] = &stale[T]{v: v, expiry: h.expiry}
-				e.ctr.inc(EventMiss)
-				miss = append(miss, i)
-				continue
-			}
-		}
-		e.corrupt(ctx, keyList[i])
-		e.ctr.inc(EventMiss)
-		miss = append(miss, i)
 	}
 	if len(refresh) > 0 {
-		e.refreshManyAsync(ctx, pick(uniq, refresh), pick(keyList, refresh), observed, load)
+		e.refreshManyAsync(ctx, refresh, observed, load)
 	}
-	if len(miss) == 0 {
-		return out, nil
+	miss, err = e.filterMany(ctx, miss)
+	if err != nil || len(miss) == 0 {
+		return out, err
 	}
-	missIDs, missKeys := pick(uniq, miss), pick(keyList, miss)
-	missIDs, missKeys, err = e.filterMany(ctx, missIDs, missKeys)
-	if err != nil {
+	if e.p.Strategy.leases() {
+		return e.leasedMany(ctx, miss, stales, load, out)
+	}
+	return e.versionedMany(ctx, miss, stales, load, out)
+}
+
+// versionedMany is GetMany's miss path for None and SingleFlight: the
+// versions first, then the load, then the version-checked stores.
+func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
+	now := time.Now().UnixMilli()
+	calls := make([]scriptCall, len(miss))
+	for i, it := range miss {
+		calls[i] = scriptCall{keys: []string{it.key, it.key + ":ver"}, args: []any{newToken(), e.verPX, now}}
+	}
+	if err := e.redisResult(ctx, runScripts(ctx, e.c.client, versionScript, calls)); err != nil {
+		if errors.Is(err, errFailOpen) {
+			return e.loadManyDirect(ctx, miss, load, out)
+		}
 		return nil, err
 	}
-	if len(missIDs) == 0 {
-		return out, nil
-	}
-	if e.p.Strategy >= Mutex {
-		return e.leasedMany(ctx, missIDs, missKeys, stales, load, out)
-	}
-
-	// Versions first, then the load, then the version-checked stores.
-	now = time.Now().UnixMilli()
-	calls := make([]scriptCall, len(missKeys))
-	for i, k := range missKeys {
-		calls[i] = scriptCall{keys: []string{k, k + ":ver"}, args: []any{newToken(), e.verPX, now}}
-	}
-	if err := runScripts(ctx, e.c.client, versionScript, calls); err != nil {
-		failed, cerr := e.c.redisErr(ctx, err)
-		if cerr != nil {
-			return nil, cerr
-		}
-		if failed {
-			e.ctr.inc(EventCacheError)
-		}
-		return e.loadManyDirect(ctx, missIDs, load, out)
-	}
 	// Entries stored by others since the MGET are used as they are.
-	var loadIDs, loadKeys, vers []string
-	for i := range calls {
+	var todo []item
+	for i, it := range miss {
 		res, _ := calls[i].cmd.Slice()
 		ver, entry, _ := parseVersion(res)
 		if entry != nil {
-			if v, err, ok := e.decodeFresh(ctx, missKeys[i], entry); ok {
+			if v, err, ok := e.decodeFresh(ctx, it.key, entry); ok {
 				if err == nil {
-					out[missIDs[i]] = v
+					out[it.id] = v
 				}
 				continue
 			}
 		}
-		loadIDs = append(loadIDs, missIDs[i])
-		loadKeys = append(loadKeys, missKeys[i])
-		vers = append(vers, ver)
+		it.ver = ver
+		todo = append(todo, it)
 	}
-	if len(loadIDs) == 0 {
+	if len(todo) == 0 {
 		return out, nil
 	}
-	missIDs, missKeys = loadIDs, loadKeys
-	found, d, err := e.invokeMany(ctx, missIDs, load)
+	found, d, err := e.invokeMany(ctx, ids(todo), load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		for _, id := range missIDs {
-			if v, ok := e.serveStale(stales[id]); ok {
-				out[id] = v
-			}
-		}
+		e.serveStales(todo, stales, out)
 		return out, err
 	}
-	e.storeMany(ctx, missIDs, missKeys, vers, nil, found, d)
-	for _, id := range missIDs {
-		if v, ok := found[id]; ok {
-			out[id] = v
+	e.storeMany(ctx, todo, found, d)
+	for _, it := range todo {
+		if v, ok := found[it.id]; ok {
+			out[it.id] = v
 		}
 	}
 	return out, nil
 }
 
-// pick returns s[i] for each i in idx.
-func pick(s []string, idx []int) []string {
-	out := make([]string, len(idx))
-	for j, i := range idx {
-		out[j] = s[i]
+// serveStales puts into out, for the items it lacks, their stale values
+// still within Grace.
+func (e *Entity[T]) serveStales(items []item, stales map[string]*stale[T], out map[string]T) {
+	for _, it := range items {
+		if _, ok := out[it.id]; !ok {
+			if v, ok := e.serveStale(stales[it.id]); ok {
+				out[it.id] = v
+			}
+		}
+	}
+}
+
+// keysOf returns the entry keys of items.
+func keysOf(items []item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.key
 	}
 	return out
 }
 
-// filterMany drops the ids the Filter rules out.
-func (e *Entity[T]) filterMany(ctx context.Context, ids, keyList []string) ([]string, []string, error) {
-	if e.p.Filter == nil {
-		return ids, keyList, nil
+// filterMany drops the items the Filter rules out.
+func (e *Entity[T]) filterMany(ctx context.Context, items []item) ([]item, error) {
+	if e.p.Filter == nil || len(items) == 0 {
+		return items, nil
 	}
-	maybe := make([]bool, len(ids))
+	maybe := make([]bool, len(items))
 	if bf, ok := e.p.Filter.(BatchFilter); ok {
-		res, err := bf.MightContainMany(ctx, ids)
-		if err == nil && len(res) != len(ids) {
-			err = fmt.Errorf("cacheaside: filter answered %d of %d ids", len(res), len(ids))
+		res, err := bf.MightContainMany(ctx, ids(items))
+		if err == nil && len(res) != len(items) {
+			err = fmt.Errorf("cacheaside: filter answered %d of %d ids", len(res), len(items))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
+				return nil, ctx.Err()
 			}
 			e.ctr.inc(EventCacheError)
-			return ids, keyList, nil
+			return items, nil
 		}
 		copy(maybe, res)
 	} else {
-		for i, id := range ids {
-			ok, err := e.p.Filter.MightContain(ctx, id)
+		for i, it := range items {
+			ok, err := e.p.Filter.MightContain(ctx, it.id)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
+					return nil, ctx.Err()
 				}
 				e.ctr.inc(EventCacheError)
 				ok = true
@@ -241,16 +215,15 @@ func (e *Entity[T]) filterMany(ctx context.Context, ids, keyList []string) ([]st
 			maybe[i] = ok
 		}
 	}
-	var keepIDs, keepKeys []string
+	var keep []item
 	for i, ok := range maybe {
 		if ok {
-			keepIDs = append(keepIDs, ids[i])
-			keepKeys = append(keepKeys, keyList[i])
+			keep = append(keep, items[i])
 		} else {
 			e.ctr.inc(EventFiltered)
 		}
 	}
-	return keepIDs, keepKeys, nil
+	return keep, nil
 }
 
 // invokeMany calls a batch loader within the concurrency cap (one slot),
@@ -269,77 +242,33 @@ func (e *Entity[T]) invokeMany(ctx context.Context, ids []string, load func(cont
 	return found, d, err
 }
 
-// loadManyDirect is GetMany's fail-open path: load everything, store
-// nothing.
-func (e *Entity[T]) loadManyDirect(ctx context.Context, ids []string, load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
-	found, _, err := e.invokeMany(ctx, ids, load)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return out, err
-	}
-	for _, id := range ids {
-		if v, ok := found[id]; ok {
-			out[id] = v
-		}
-	}
-	return out, nil
-}
-
-// storeMany writes the outcome of a batch load for ids (values found, nulls
-// for the others when NullTTL is set) with fill.lua in one pipeline.
-// tokens, when not nil, are the caller's leases (refresh, and GetMany's
-// leased misses): fill.lua releases them and wakes their waiters, and the
-// ids with nothing to store give theirs up in one more pipeline.
-func (e *Entity[T]) storeMany(ctx context.Context, ids, keyList, vers, tokens []string, found map[string]T, d time.Duration) {
-	calls := make([]scriptCall, 0, len(ids))
-	var relKeys, relTokens []string // leases to give up: nothing to store
-	defer func() { e.releaseLeases(ctx, relKeys, relTokens) }()
-	channel := ""
-	if tokens != nil {
-		channel = e.c.channel
-	}
-	for i, id := range ids {
-		v, ok := found[id]
-		if !ok && e.p.NullTTL <= 0 && tokens == nil {
-			continue
-		}
-		token := ""
-		if tokens != nil {
-			token = tokens[i]
-		}
-		var entry []byte
-		var px int64
-		var err error
+// storeMany writes the outcome of a batch load for items (values found,
+// nulls for the others when NullTTL is set) with fill.lua in one pipeline.
+// The items' leases, if any, are released with the stores (waking their
+// waiters), and those with nothing to store give theirs up in one more
+// pipeline.
+func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[string]T, d time.Duration) {
+	calls := make([]scriptCall, 0, len(items))
+	var release []item // nothing to store
+	defer func() { e.releaseLeases(ctx, release) }()
+	for _, it := range items {
+		v, ok := found[it.id]
 		if ok || e.p.NullTTL > 0 {
-			entry, px, err = e.makeEntry(v, ok, d)
-			if err != nil {
-				e.ctr.inc(EventCacheError)
+			entry, px, err := e.makeEntry(v, ok, d)
+			if err == nil {
+				calls = append(calls, e.fillCall(it, entry, px))
+				continue
 			}
+			e.ctr.inc(EventCacheError)
 		}
-		if entry == nil {
-			if token != "" {
-				relKeys = append(relKeys, keyList[i])
-				relTokens = append(relTokens, token)
-			}
-			continue
-		}
-		k := keyList[i]
-		calls = append(calls, scriptCall{
-			keys: []string{k, k + ":ver", k + ":lock"},
-			args: []any{vers[i], entry, px, e.verPX, token, channel},
-		})
+		release = append(release, it)
 	}
 	if len(calls) == 0 {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	if err := runScripts(wctx, e.c.client, fillScript, calls); err != nil {
-		if failed, _ := e.c.redisErr(wctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
-	} else {
-		e.c.br.success()
-	}
+	e.note(wctx, runScripts(wctx, e.c.client, fillScript, calls))
 	for i := range calls {
 		if n, err := calls[i].cmd.Int(); err == nil && n == 0 {
 			e.ctr.inc(EventRejectedSet)

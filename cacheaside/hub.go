@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -9,8 +10,9 @@ import (
 )
 
 // hub is a Cache's one shared subscription to the value-ready channel. It
-// is started by the first waiter and dispatches each message (an entry key)
-// to the local waiters of that key. Waiters also re-check on a timer, so a
+// is started by the first waiter and dispatches each message (an entry
+// key, with the storing lease holder's token and the entry when it is
+// small, see fill.lua) to the local waiters of that key. Waiters also re-check on a timer, so a
 // lost message or a dead subscription only delays them.
 type hub struct {
 	c *Cache
@@ -28,20 +30,48 @@ type waiter struct {
 	wake chan struct{} // buffered: a signal after each announcement of one of keys
 
 	mu    sync.Mutex
-	ready map[string]struct{} // guarded by mu: keys announced since the last reset
+	ready map[string]announcement // guarded by mu: last announcement of each key since the last reset
 }
 
-func (w *waiter) notify(key string) {
+// announcement is a value-ready message: the lease token of the holder
+// that stored the entry, and the entry ("" when it was not sent: too
+// large, not stored, or a released lease).
+type announcement struct {
+	token, entry string
+}
+
+// parseAnnouncement splits a message of fill.lua or release.lua.
+func parseAnnouncement(msg string) (key string, a announcement) {
+	key, rest, ok := strings.Cut(msg, "\n")
+	if ok {
+		a.token, a.entry, _ = strings.Cut(rest, "\n")
+	}
+	return key, a
+}
+
+func (w *waiter) notify(key string, a announcement) {
 	w.mu.Lock()
 	if w.ready == nil {
-		w.ready = make(map[string]struct{}, len(w.keys))
+		w.ready = make(map[string]announcement, len(w.keys))
 	}
-	w.ready[key] = struct{}{}
+	w.ready[key] = a
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// stored returns the entry that the holder of lease token announced for
+// key, if it did.
+func (w *waiter) stored(key, token string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a, ok := w.ready[key]
+	if !ok || token == "" || a.token != token || a.entry == "" {
+		return nil, false
+	}
+	return []byte(a.entry), true
 }
 
 // allReady reports whether every one of keyList was announced since the
@@ -131,11 +161,12 @@ func (h *hub) start(ctx context.Context) {
 	h.ps = ps
 }
 
-func (h *hub) dispatch(key string) {
+func (h *hub) dispatch(msg string) {
+	key, a := parseAnnouncement(msg)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.waiters[key] {
-		w.notify(key)
+		w.notify(key, a)
 	}
 }
 

@@ -20,7 +20,7 @@ const defaultRecheck = 100 * time.Millisecond
 
 type leaseReply struct {
 	status int64
-	ver    string
+	ver    string // the version (leaseAcquired) or the holder's lease token (leaseHeld)
 	entry  []byte // nil when there is none
 }
 
@@ -57,7 +57,8 @@ func parseLease(res []any) (leaseReply, error) {
 // across all processes takes the lease (renewed while it loads) and loads;
 // the others wait for its value-ready notification (or re-check every
 // recheck), up to WaitTimeout. In this process callers share one leased()
-// through the flight group.
+// through the flight group. A Redis failure before the load returns
+// errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	token := newToken()
@@ -65,27 +66,19 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	defer deadline.Stop()
 	var tick *time.Timer
 	var w *waiter
+	var holder string // lease token of the holder the last lease call saw
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		r, err := e.lease(ctx, key, token, "")
-		if err != nil {
-			failed, cerr := e.c.redisErr(ctx, err)
-			if cerr != nil {
-				return zero, validAll, cerr
-			}
-			if failed {
-				e.ctr.inc(EventCacheError)
-			}
-			v, _, err := e.invoke(ctx, id, load)
-			v, err = e.result(v, err, st)
-			return v, validAll, err
+		if err = e.redisResult(ctx, err); err != nil {
+			return zero, validAll, err
 		}
-		e.c.br.success()
 		switch r.status {
 		case leaseAcquired:
-			defer e.keepLeases(ctx, []string{key}, []string{token})()
+			it := item{id: id, key: key, ver: r.ver, token: token}
+			defer e.keepLeases(ctx, []item{it})()
 			v, d, err := e.invoke(ctx, id, load)
-			return e.finish(ctx, key, r.ver, token, v, d, err, st, mark)
+			return e.finish(ctx, it, v, d, err, st, mark)
 		case leaseNoop:
 			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
 				return v, validMarked, err
@@ -93,8 +86,9 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			continue
 		}
 		// Held by another caller: wait for its notification.
-		if st == nil {
-			st = e.staleOf(r.entry)
+		holder = r.ver
+		if st == nil && r.entry != nil {
+			st = e.classify(r.entry, 0).stale()
 		}
 		if w == nil {
 			e.ctr.inc(EventLockWait)
@@ -114,6 +108,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			}
 			return zero, validAll, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, id, e.p.WaitTimeout)
 		case <-w.wake:
+			// The holder seen above stored after this caller's last lease
+			// call, which covers the callers joined before its mark.
+			if b, ok := w.stored(key, holder); ok {
+				if v, err, ok := e.classify(b, 0).current(); ok {
+					return v, validMarked, err
+				}
+			}
 		case <-tick.C:
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))

@@ -23,7 +23,8 @@
 --
 -- Returns {status, version, entry}: status 2 = nothing to do (entry is the
 -- current one, or false), 1 = lease taken (version is the token to pass to
--- fill.lua), 0 = lease held by another caller (entry may be stale).
+-- fill.lua), 0 = lease held by another caller (version is then the
+-- holder's lease token, which its fill.lua announces; entry may be stale).
 local mine = redis.call('GET', KEYS[2]) == ARGV[1]
 local v = redis.call('GET', KEYS[1])
 local noop = false
@@ -45,7 +46,7 @@ end
 if mine then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 elseif not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {0, false, v}
+  return {0, redis.call('GET', KEYS[2]), v}
 end
 local ver = redis.call('GET', KEYS[3])
 if not ver then

@@ -68,26 +68,6 @@ func (e *Entity[T]) invoke(ctx context.Context, id string, load func(context.Con
 	return v, d, err
 }
 
-// loadDirect is the fail-open path: Redis is failing (or the breaker is
-// open), so the loader answers alone and nothing is stored.
-func (e *Entity[T]) loadDirect(ctx context.Context, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
-	f := func(ctx context.Context) (T, error) {
-		v, _, err := e.invoke(ctx, id, load)
-		return v, err
-	}
-	var v T
-	var err error
-	if e.p.Strategy == None {
-		v, err = f(ctx)
-	} else {
-		v, _, err = e.flight.do(ctx, id, func(ctx context.Context, _ func()) (T, outcome, error) {
-			v, err := f(ctx)
-			return v, validAll, err
-		})
-	}
-	return e.result(v, err, st)
-}
-
 // result maps a load's outcome to Get's: ErrNotFound plain, a stale value
 // within Grace instead of an error.
 func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
@@ -104,33 +84,27 @@ func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
 	return zero, err
 }
 
+// item is one id being rebuilt: its id and entry key, the version token
+// read before its load, and the rebuild lease held for it ("" for none).
+type item struct{ id, key, ver, token string }
+
 // loadAndStore is a miss for None and SingleFlight: read the version (or
 // a fresh entry stored since the miss), load, store unless invalidated
-// meanwhile.
+// meanwhile. A Redis failure before the load returns errFailOpen.
 func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	mark()
 	ver, entry, err := e.readVersion(ctx, key)
-	if err != nil {
-		failed, cerr := e.c.redisErr(ctx, err)
-		if cerr != nil {
-			return zero, validAll, cerr
-		}
-		if failed {
-			e.ctr.inc(EventCacheError)
-		}
-		v, _, err := e.invoke(ctx, id, load)
-		v, err = e.result(v, err, st)
-		return v, validAll, err
+	if err = e.redisResult(ctx, err); err != nil {
+		return zero, validAll, err
 	}
-	e.c.br.success()
 	if entry != nil {
 		if v, err, ok := e.decodeFresh(ctx, key, entry); ok {
 			return v, validMarked, err
 		}
 	}
 	v, d, err := e.invoke(ctx, id, load)
-	return e.finish(ctx, key, ver, "", v, d, err, st, mark)
+	return e.finish(ctx, item{id: id, key: key, ver: ver}, v, d, err, st, mark)
 }
 
 // readVersion runs version.lua for one key.
@@ -160,58 +134,40 @@ func parseVersion(res []any) (ver string, entry []byte, err error) {
 // ErrNotFound for a null entry. ok is false (and the entry deleted) when it
 // does not decode.
 func (e *Entity[T]) decodeFresh(ctx context.Context, key string, entry []byte) (v T, err error, ok bool) {
-	h, payload, derr := decodeEntry(entry)
-	if derr == nil {
-		if h.null {
-			return v, ErrNotFound, true
-		}
-		if e.c.codec.Unmarshal(payload, &v) == nil {
-			return v, nil, true
-		}
+	if v, err, ok = e.classify(entry, 0).current(); !ok {
+		e.corrupt(ctx, key)
 	}
-	e.corrupt(ctx, key)
-	return v, nil, false
+	return v, err, ok
 }
 
 // finish stores a load's outcome (a value, or a "not found" when NullTTL
-// is set) under version ver, releasing the lease token if any, and returns
+// is set) under its version, releasing its lease if any, and returns
 // Get's result with the outcome for the callers sharing the load.
-func (e *Entity[T]) finish(ctx context.Context, key, ver, token string, v T, d time.Duration, err error, st *stale[T], mark func()) (T, outcome, error) {
+func (e *Entity[T]) finish(ctx context.Context, it item, v T, d time.Duration, err error, st *stale[T], mark func()) (T, outcome, error) {
 	out := validAll
 	switch {
 	case err == nil:
 		mark()
-		out = e.store(ctx, key, ver, token, v, true, d)
+		out = e.store(ctx, it, v, true, d)
 	case errors.Is(err, ErrNotFound) && e.p.NullTTL > 0:
 		mark()
-		out = e.store(ctx, key, ver, token, v, false, d)
+		out = e.store(ctx, it, v, false, d)
 	case errors.Is(err, ErrNotFound):
-		if token != "" {
-			e.releaseLease(ctx, key, token)
-		}
+		e.releaseLeases(ctx, []item{it})
 		mark()
-		out = e.verify(ctx, key, ver)
+		out = e.verify(ctx, it)
 	default:
-		if token != "" {
-			e.releaseLease(ctx, key, token)
-		}
+		e.releaseLeases(ctx, []item{it})
 	}
 	v, err = e.result(v, err, st)
 	return v, out, err
 }
 
-// verify checks that id's version is still ver, for a load whose result
-// was not stored: validMarked if so, validLeader otherwise.
-func (e *Entity[T]) verify(ctx context.Context, key, ver string) outcome {
-	cur, err := e.c.client.Get(ctx, key+":ver").Result()
-	if err != nil {
-		if failed, _ := e.c.redisErr(ctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
-		return validLeader
-	}
-	e.c.br.success()
-	if cur != ver {
+// verify checks that it's version is still current, for a load whose
+// result was not stored: validMarked if so, validLeader otherwise.
+func (e *Entity[T]) verify(ctx context.Context, it item) outcome {
+	cur, err := e.c.client.Get(ctx, it.key+":ver").Result()
+	if e.redisResult(ctx, err) != nil || cur != it.ver {
 		return validLeader
 	}
 	return validMarked
@@ -220,30 +176,20 @@ func (e *Entity[T]) verify(ctx context.Context, key, ver string) outcome {
 // store writes the entry with fill.lua, which refuses it if the version
 // changed. It runs on a detached context: the load is done, and the lease
 // must be released even if the caller has gone.
-func (e *Entity[T]) store(ctx context.Context, key, ver, token string, v T, found bool, d time.Duration) outcome {
+func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.Duration) outcome {
 	entry, px, err := e.makeEntry(v, found, d)
 	if err != nil {
 		e.ctr.inc(EventCacheError)
-		if token != "" {
-			e.releaseLease(ctx, key, token)
-		}
-		return e.verify(ctx, key, ver)
+		e.releaseLeases(ctx, []item{it})
+		return e.verify(ctx, it)
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	channel := ""
-	if token != "" {
-		channel = e.c.channel
-	}
-	n, err := fillScript.Run(wctx, e.c.client, []string{key, key + ":ver", key + ":lock"},
-		ver, entry, px, e.verPX, token, channel).Int()
-	if err != nil {
-		if failed, _ := e.c.redisErr(wctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
+	call := e.fillCall(it, entry, px)
+	n, err := fillScript.Run(wctx, e.c.client, call.keys, call.args...).Int()
+	if e.redisResult(wctx, err) != nil {
 		return validLeader
 	}
-	e.c.br.success()
 	if n == 0 {
 		e.ctr.inc(EventRejectedSet)
 		return validLeader
@@ -251,43 +197,42 @@ func (e *Entity[T]) store(ctx context.Context, key, ver, token string, v T, foun
 	return validMarked
 }
 
-// releaseLease gives up the lease and wakes the waiters.
-func (e *Entity[T]) releaseLease(ctx context.Context, key, token string) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
-	defer cancel()
-	err := releaseScript.Run(wctx, e.c.client, []string{key + ":lock"}, token, e.c.channel, key).Err()
-	if err != nil {
-		if failed, _ := e.c.redisErr(wctx, err); failed {
-			e.ctr.inc(EventCacheError)
+// maxAnnounced is the largest entry that fill.lua sends to the waiters
+// with its announcement, sparing them a round trip to read it.
+const maxAnnounced = 4 << 10
+
+// fillCall is the fill.lua call that stores entry (Redis TTL px ms) for
+// it: version-checked, releasing its lease and waking the waiters when it
+// holds one (with the entry itself when it is small).
+func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
+	channel, announce := "", "0"
+	if it.token != "" {
+		channel = e.c.channel
+		if len(entry) <= maxAnnounced {
+			announce = "1"
 		}
-		return
 	}
-	e.c.br.success()
+	return scriptCall{
+		keys: []string{it.key, it.key + ":ver", it.key + ":lock"},
+		args: []any{it.ver, entry, px, e.verPX, it.token, channel, announce},
+	}
 }
 
-// releaseLeases gives up several leases (keyList are entry keys) in one
-// pipeline and wakes their waiters.
-func (e *Entity[T]) releaseLeases(ctx context.Context, keyList, tokens []string) {
-	switch len(keyList) {
-	case 0:
-		return
-	case 1:
-		e.releaseLease(ctx, keyList[0], tokens[0])
+// releaseLeases gives up the leases of items (those without a lease are
+// skipped) in one round trip and wakes their waiters.
+func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
+	calls := make([]scriptCall, 0, len(items))
+	for _, it := range items {
+		if it.token != "" {
+			calls = append(calls, scriptCall{keys: []string{it.key + ":lock"}, args: []any{it.token, e.c.channel, it.key}})
+		}
+	}
+	if len(calls) == 0 {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	calls := make([]scriptCall, len(keyList))
-	for i, k := range keyList {
-		calls[i] = scriptCall{keys: []string{k + ":lock"}, args: []any{tokens[i], e.c.channel, k}}
-	}
-	if err := runScripts(wctx, e.c.client, releaseScript, calls); err != nil {
-		if failed, _ := e.c.redisErr(wctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
-		return
-	}
-	e.c.br.success()
+	e.note(wctx, runScripts(wctx, e.c.client, releaseScript, calls))
 }
 
 // makeEntry encodes v (or a "not found") with a jittered TTL. It returns

@@ -13,33 +13,26 @@ func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(conte
 	var zero T
 	token := newToken()
 	r, err := e.lease(ctx, key, token, observed)
-	if err != nil {
-		if failed, _ := e.c.redisErr(ctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
+	if e.redisResult(ctx, err) != nil || r.status != leaseAcquired {
 		return zero, false
 	}
-	e.c.br.success()
-	if r.status != leaseAcquired {
-		return zero, false
-	}
-	defer e.keepLeases(ctx, []string{key}, []string{token})()
+	it := item{id: id, key: key, ver: r.ver, token: token}
+	defer e.keepLeases(ctx, []item{it})()
 	v, d, err := e.invoke(ctx, id, load)
 	if err == nil {
 		e.ctr.inc(EventRefresh)
 	}
-	_, _, _ = e.finish(ctx, key, r.ver, token, v, d, err, nil, noMark)
+	_, _, _ = e.finish(ctx, it, v, d, err, nil, noMark)
 	return v, err == nil
 }
 
 // refreshAsync starts a background refresh of id unless one runs in this
 // process already. The refresh runs on a context detached from ctx (its
 // values kept), bounded by RefreshTimeout and ended by Close.
-func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(context.Context, string) (T, error), hdr []byte) {
+func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) {
 	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
 		return
 	}
-	observed := string(hdr)
 	if !e.c.goBackground(func() {
 		defer e.refreshing.Delete(id)
 		rctx, cancel := e.c.detached(ctx, e.p.RefreshTimeout)
@@ -53,100 +46,118 @@ func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(
 // earlyRefresh is EarlyRefresh's recomputation by the reader XFetch
 // picked. It returns the new value, or cur if another caller refreshes
 // (or the load fails: cur is still fresh).
-func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), cur T, hdr []byte) T {
+func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), cur T, observed string) T {
 	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
 		return cur
 	}
 	defer e.refreshing.Delete(id)
-	if v, ok := e.refresh(ctx, key, id, load, string(hdr)); ok {
+	if v, ok := e.refresh(ctx, key, id, load, observed); ok {
 		return v
 	}
 	return cur
 }
 
-// refreshManyAsync refreshes, in the background and as one batch, the ids
-// whose entries (with the headers observed) are due: it takes the leases
-// it can, loads those ids in one call and stores them.
-func (e *Entity[T]) refreshManyAsync(ctx context.Context, ids, keyList, observed []string, load func(context.Context, []string) (map[string]T, error)) {
-	var todoIDs, todoKeys, todoObs []string
-	for i, id := range ids {
-		if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); !busy {
-			todoIDs = append(todoIDs, id)
-			todoKeys = append(todoKeys, keyList[i])
+// refreshManyAsync refreshes, in the background and as one batch, the
+// items whose entries (with the headers observed, by index) are due: it
+// takes the leases it can, loads those ids in one call and stores them.
+func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	var todo []item
+	var todoObs []string
+	for i, it := range items {
+		if _, busy := e.refreshing.LoadOrStore(it.id, struct{}{}); !busy {
+			todo = append(todo, it)
 			todoObs = append(todoObs, observed[i])
 		}
 	}
-	if len(todoIDs) == 0 {
+	if len(todo) == 0 {
 		return
 	}
 	done := func() {
-		for _, id := range todoIDs {
-			e.refreshing.Delete(id)
+		for _, it := range todo {
+			e.refreshing.Delete(it.id)
 		}
 	}
 	if !e.c.goBackground(func() {
 		defer done()
 		rctx, cancel := e.c.detached(ctx, e.p.RefreshTimeout)
 		defer cancel()
-		e.refreshMany(rctx, todoIDs, todoKeys, todoObs, load)
+		e.refreshMany(rctx, todo, todoObs, load)
 	}) {
 		done()
 	}
 }
 
-func (e *Entity[T]) refreshMany(ctx context.Context, ids, keyList, observed []string, load func(context.Context, []string) (map[string]T, error)) {
-	tokens, calls := e.leaseCalls(keyList, observed)
-	if err := runScripts(ctx, e.c.client, leaseScript, calls); err != nil {
-		if failed, _ := e.c.redisErr(ctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
-		e.releaseTaken(ctx, keyList, tokens, calls)
+func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	got, _, err := e.takeLeases(ctx, items, observed)
+	if err != nil || len(got) == 0 {
 		return
 	}
-	e.c.br.success()
-	var gotIDs, gotKeys, gotVers, gotTokens []string
-	for i := range calls {
-		res, _ := calls[i].cmd.Slice()
-		if len(res) > 1 && res[0] == int64(leaseAcquired) {
-			ver, _ := res[1].(string)
-			gotIDs = append(gotIDs, ids[i])
-			gotKeys = append(gotKeys, keyList[i])
-			gotVers = append(gotVers, ver)
-			gotTokens = append(gotTokens, tokens[i])
-		}
-	}
-	if len(gotIDs) == 0 {
-		return
-	}
-	defer e.keepLeases(ctx, gotKeys, gotTokens)()
-	found, d, err := e.invokeMany(ctx, gotIDs, load)
+	defer e.keepLeases(ctx, got)()
+	found, d, err := e.invokeMany(ctx, ids(got), load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		e.releaseLeases(ctx, gotKeys, gotTokens)
+		e.releaseLeases(ctx, got)
 		return
 	}
-	for range gotIDs {
+	for range got {
 		e.ctr.inc(EventRefresh)
 	}
-	e.storeMany(ctx, gotIDs, gotKeys, gotVers, gotTokens, found, d)
+	e.storeMany(ctx, got, found, d)
 }
 
-// leaseCalls returns fresh tokens and the lease.lua calls that take the
-// rebuild leases of keyList in one pipeline: for a miss when observed is
-// nil, else for a refresh of the entries whose headers were observed.
-func (e *Entity[T]) leaseCalls(keyList, observed []string) (tokens []string, calls []scriptCall) {
+// leaseCall is the lease.lua call that takes the rebuild lease of it
+// (whose token it carries): for a miss when observed is "", else for a
+// refresh of the entry whose header was observed.
+func (e *Entity[T]) leaseCall(it item, observed string, now int64) scriptCall {
+	return scriptCall{
+		keys: []string{it.key, it.key + ":lock", it.key + ":ver"},
+		args: []any{it.token, e.lockPX, newToken(), e.verPX, now, observed},
+	}
+}
+
+// takeLeases tries the leases of items in one pipeline (for a miss when
+// observed is nil, else for a refresh of the entries whose headers were
+// observed). It returns the items whose leases it took, with their
+// versions, and the lease.lua replies of all of them by index. A Redis
+// error gives up the leases taken and returns errFailOpen (or ctx's
+// error).
+func (e *Entity[T]) takeLeases(ctx context.Context, items []item, observed []string) (got []item, replies []leaseReply, err error) {
 	now := time.Now().UnixMilli()
-	tokens = make([]string, len(keyList))
-	calls = make([]scriptCall, len(keyList))
-	for i, k := range keyList {
+	calls := make([]scriptCall, len(items))
+	for i := range items {
+		items[i].token = newToken()
 		obs := ""
 		if observed != nil {
 			obs = observed[i]
 		}
-		tokens[i] = newToken()
-		calls[i] = scriptCall{
-			keys: []string{k, k + ":lock", k + ":ver"},
-			args: []any{tokens[i], e.lockPX, newToken(), e.verPX, now, obs},
+		calls[i] = e.leaseCall(items[i], obs, now)
+	}
+	err = runScripts(ctx, e.c.client, leaseScript, calls)
+	replies = make([]leaseReply, len(items))
+	for i := range calls {
+		if calls[i].cmd == nil {
+			continue
+		}
+		if res, cerr := calls[i].cmd.Slice(); cerr == nil {
+			replies[i], _ = parseLease(res)
+		}
+		if replies[i].status == leaseAcquired {
+			it := items[i]
+			it.ver = replies[i].ver
+			got = append(got, it)
 		}
 	}
-	return tokens, calls
+	if err = e.redisResult(ctx, err); err != nil {
+		e.releaseLeases(ctx, got)
+		return nil, nil, err
+	}
+	return got, replies, nil
+}
+
+// ids returns the ids of items.
+func ids(items []item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.id
+	}
+	return out
 }

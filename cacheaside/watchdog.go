@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// keepLeases renews the rebuild leases of keyList (entry keys, held with
-// tokens) to a full LockTTL every LockTTL/3, from now until the returned
-// stop is called or ctx ends. The caller holds the leases and is about to
+// keepLeases renews the rebuild leases of items to a full LockTTL every
+// LockTTL/3, from now until the returned stop is called or ctx ends. The caller holds the leases and is about to
 // load: a load that outlives LockTTL (a slow query, a GC pause, CPU
 // starvation) keeps its lease, so no other process finds the lease free
 // and loads the same value again. A holder that dies stops renewing and
@@ -17,7 +16,7 @@ import (
 // stop waits for the renewer to end. Call it after the result is stored
 // (fill.lua deletes the lease in the same step), not before: a renewal
 // that runs after the store finds the lease gone and does nothing.
-func (e *Entity[T]) keepLeases(ctx context.Context, keyList, tokens []string) (stop func()) {
+func (e *Entity[T]) keepLeases(ctx context.Context, items []item) (stop func()) {
 	rctx, cancel := context.WithCancel(ctx)
 	ended := make(chan struct{})
 	go func() {
@@ -31,7 +30,7 @@ func (e *Entity[T]) keepLeases(ctx context.Context, keyList, tokens []string) (s
 				return
 			case <-t.C:
 			}
-			if !e.renewLeases(rctx, keyList, tokens) {
+			if !e.renewLeases(rctx, items) {
 				return
 			}
 			t.Reset(every)
@@ -46,27 +45,16 @@ func (e *Entity[T]) keepLeases(ctx context.Context, keyList, tokens []string) (s
 // renewLeases runs extend.lua for every lease (one pipeline for several).
 // It reports false when none of them is held any more; a Redis error is
 // counted and reported as true (the next renewal may succeed).
-func (e *Entity[T]) renewLeases(ctx context.Context, keyList, tokens []string) bool {
+func (e *Entity[T]) renewLeases(ctx context.Context, items []item) bool {
 	wctx, cancel := context.WithTimeout(ctx, e.c.writeTimeout)
 	defer cancel()
-	calls := make([]scriptCall, len(keyList))
-	for i, k := range keyList {
-		calls[i] = scriptCall{keys: []string{k + ":lock"}, args: []any{tokens[i], e.lockPX}}
+	calls := make([]scriptCall, len(items))
+	for i, it := range items {
+		calls[i] = scriptCall{keys: []string{it.key + ":lock"}, args: []any{it.token, e.lockPX}}
 	}
-	var err error
-	if len(calls) == 1 {
-		calls[0].cmd = extendScript.Run(wctx, e.c.client, calls[0].keys, calls[0].args...)
-		err = calls[0].cmd.Err()
-	} else {
-		err = runScripts(wctx, e.c.client, extendScript, calls)
-	}
-	if err != nil {
-		if failed, _ := e.c.redisErr(wctx, err); failed {
-			e.ctr.inc(EventCacheError)
-		}
+	if e.redisResult(wctx, runScripts(wctx, e.c.client, extendScript, calls)) != nil {
 		return true
 	}
-	e.c.br.success()
 	for i := range calls {
 		if n, _ := calls[i].cmd.Int(); n == 1 {
 			return true

@@ -21,12 +21,8 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	}
 	if e.c.br.allow() {
 		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, entry, px).Err()
-		if err == nil {
-			e.c.br.success()
+		if e.redisResult(ctx, err) == nil {
 			return nil
-		}
-		if failed, _ := e.c.redisErr(ctx, err); failed {
-			e.ctr.inc(EventCacheError)
 		}
 	} else {
 		err = fmt.Errorf("breaker open")
@@ -69,9 +65,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 	if err == nil {
 		return nil
 	}
-	if f, _ := e.c.redisErr(ctx, err); f {
-		e.ctr.inc(EventCacheError)
-	}
+	e.note(ctx, err)
 	e.c.retry.add(failed)
 	return fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, e.name, len(failed), len(todo), err)
 }

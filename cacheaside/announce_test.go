@@ -1,0 +1,82 @@
+package cacheaside
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// A Mutex waiter woken by the holder's store takes the value from the
+// announcement: no Redis command after the wake-up. A value too large to
+// be announced costs the waiter one more lease call.
+func TestMutex_announcedValue(t *testing.T) {
+	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
+		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
+	} {
+		for _, c := range []struct {
+			size  int
+			after int64
+		}{{10, 0}, {maxAnnounced, 1}} {
+			t.Run(name+"/"+strconv.Itoa(c.size), func(t *testing.T) {
+				if n := testAnnounced(t, redis(t), c.size); n != c.after {
+					t.Fatalf("value of %d bytes: %d commands after the wake-up, want %d", c.size, n, c.after)
+				}
+			})
+		}
+	}
+}
+
+// testAnnounced runs one waiter on a holder's load of a value with a name
+// of size bytes and returns the Redis commands the waiter sent after the
+// holder stored.
+func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int64 {
+	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: time.Minute}
+	holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)
+	client := r.NewClient(t)
+	var rt roundTrips
+	client.AddHook(&rt)
+	wc := newCache(t, client, r.Namespace, nil)
+	wc.recheck = time.Hour // only the notification can wake the waiter
+	waiter := newEntity[user](t, wc, "hot", p)
+	name := string(make([]byte, size))
+	entered, gate := make(chan struct{}), make(chan struct{})
+	var loads atomic.Int64
+	load := func(ctx context.Context, id string) (user, error) {
+		loads.Add(1)
+		close(entered)
+		<-gate
+		return user{ID: id, Name: name}, nil
+	}
+	ctx := context.Background()
+	held := make(chan error, 1)
+	go func() {
+		_, err := holder.Get(ctx, "1", load)
+		held <- err
+	}()
+	<-entered
+	done := make(chan getResult, 1)
+	go func() {
+		u, err := waiter.Get(ctx, "1", load)
+		done <- getResult{u, err}
+	}()
+	waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 1 })
+	// The waiter re-checks once after subscribing: wait for that call too.
+	waitFor(t, 10*time.Second, func() bool { return rt.n.Load() >= 3 })
+	before := rt.n.Load()
+	close(gate)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.u.Name != name {
+		t.Fatalf("waiter: %v, name of %d bytes", res.err, len(res.u.Name))
+	}
+	if loads.Load() != 1 {
+		t.Fatalf("loads = %d", loads.Load())
+	}
+	return rt.n.Load() - before
+}
