@@ -201,3 +201,32 @@ func TestInvalidator_killedBetweenApplyAndConfirm(t *testing.T) {
 	}
 	waitFor(t, "the slot to confirm the replayed transaction", func() bool { return e.slotConfirmed(t, "test_slot") >= end })
 }
+
+// A transaction larger than BatchSize is applied in batches, and every row
+// of it is refreshed.
+func TestInvalidator_largeTransaction(t *testing.T) {
+	t.Parallel()
+	e := redisEnv(t)
+	ctx := context.Background()
+	e.exec(t, `INSERT INTO users (id, email, name, created_at, updated_at)
+		SELECT i, 'u' || i || '@example.com', 'old', now(), now() FROM generate_series(1, 200) i`)
+	if err := e.users.WarmFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inv := e.invalidator(t, cdc.Options{BatchSize: 16})
+	run(t, inv)
+	e.sync(t, inv)
+	for id := int64(1); id <= 200; id++ {
+		e.name(t, id)
+	}
+	e.exec(t, "UPDATE users SET name = 'new'")
+	e.sync(t, inv)
+	for id := int64(1); id <= 200; id++ {
+		if got := e.name(t, id); got != "new" {
+			t.Fatalf("id %d: name = %q, want new", id, got)
+		}
+	}
+	if s := inv.Stats(); s.Changes < 200 {
+		t.Errorf("stats = %+v", s)
+	}
+}
