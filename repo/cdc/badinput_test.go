@@ -54,7 +54,7 @@ func TestInvalidator_badInput(t *testing.T) {
 	// Updates of the table without a key still work: it was not published.
 	e.exec(t, "INSERT INTO nokey VALUES (1, 'x')")
 	e.exec(t, "UPDATE nokey SET name = 'y'")
-	e.exec(t, "ALTER PUBLICATION test_slot ADD TABLE other")
+	e.exec(t, "ALTER PUBLICATION "+e.slot+" ADD TABLE other")
 	run(t, inv)
 	e.sync(t, inv)
 	if got := e.name(t, 1); got != "Ada" {

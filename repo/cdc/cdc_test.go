@@ -178,17 +178,17 @@ func TestInvalidator_killedBetweenApplyAndConfirm(t *testing.T) {
 	e.exec(t, "UPDATE users SET name = 'Before' WHERE id = 1")
 	e.sync(t, first)
 	before := first.Stats().Applied
-	waitFor(t, "the slot to confirm the first update", func() bool { return e.slotConfirmed(t, "test_slot") >= before })
+	waitFor(t, "the slot to confirm the first update", func() bool { return e.slotConfirmed(t, e.slot) >= before })
 
 	close(armed)
 	e.exec(t, "UPDATE users SET name = 'After' WHERE id = 1")
 	end := <-killed
 	stop()
-	if got := e.slotConfirmed(t, "test_slot"); got >= end {
+	if got := e.slotConfirmed(t, e.slot); got >= end {
 		t.Fatalf("slot confirmed %s, past the transaction ending at %s that was never confirmed", got, end)
 	}
 
-	second := e.invalidator(t, cdc.Options{Slot: "test_slot"})
+	second := e.invalidator(t, cdc.Options{})
 	run(t, second)
 	if err := second.Wait(ctx, end); err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestInvalidator_killedBetweenApplyAndConfirm(t *testing.T) {
 	if got := e.name(t, 1); got != "After" {
 		t.Errorf("name = %q, want After", got)
 	}
-	waitFor(t, "the slot to confirm the replayed transaction", func() bool { return e.slotConfirmed(t, "test_slot") >= end })
+	waitFor(t, "the slot to confirm the replayed transaction", func() bool { return e.slotConfirmed(t, e.slot) >= end })
 }
 
 // A transaction larger than BatchSize is applied in batches, and every row

@@ -78,7 +78,7 @@ func TestInvalidator_redisDown(t *testing.T) {
 	if s.Applied >= written {
 		t.Fatalf("applied %s past changes Redis never took (written up to %s)", s.Applied, written)
 	}
-	if got := e.slotConfirmed(t, "test_slot"); got >= written {
+	if got := e.slotConfirmed(t, e.slot); got >= written {
 		t.Fatalf("slot confirmed %s past changes Redis never took", got)
 	}
 	// Keep Redis down for three seconds in all.
@@ -96,5 +96,5 @@ func TestInvalidator_redisDown(t *testing.T) {
 	if got := e.name(t, 1); got != "Ada 2" {
 		t.Errorf("name = %q, want Ada 2", got)
 	}
-	waitFor(t, "the slot to confirm the drained changes", func() bool { return e.slotConfirmed(t, "test_slot") >= written })
+	waitFor(t, "the slot to confirm the drained changes", func() bool { return e.slotConfirmed(t, e.slot) >= written })
 }

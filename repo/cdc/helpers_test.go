@@ -3,6 +3,8 @@ package cdc_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,9 @@ type env struct {
 	ns    string
 	cache *cacheaside.Cache
 	users *repo.Repository[schema.User, int64]
+	// slot names the test's replication slot and publication: slots are
+	// server-wide, so each test has its own.
+	slot string
 }
 
 func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
@@ -55,7 +60,8 @@ func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{db: pg.DB, dsn: pg.DSN, rdb: rdb, ns: ns, cache: cache, users: users}
+	return &env{db: pg.DB, dsn: pg.DSN, rdb: rdb, ns: ns, cache: cache, users: users,
+		slot: "test_" + strconv.FormatUint(rand.Uint64(), 36)}
 }
 
 func redisEnv(t *testing.T) *env {
@@ -68,7 +74,7 @@ func redisEnv(t *testing.T) *env {
 func (e *env) invalidator(t *testing.T, o cdc.Options) *cdc.Invalidator {
 	t.Helper()
 	if o.Slot == "" {
-		o.Slot = "test_slot"
+		o.Slot = e.slot
 	}
 	inv, err := cdc.New(e.dsn, &o)
 	if err != nil {

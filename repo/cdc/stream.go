@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/asidekit/asidekit/repo"
 )
@@ -16,27 +15,9 @@ import (
 // errSlotBusy is a session's end when another process holds the slot.
 var errSlotBusy = errors.New("cdc: slot held by another process")
 
-// waitPoll is how often the server is asked for its position while a Wait
-// call is in progress and no change arrives.
-const waitPoll = 20 * time.Millisecond
-
-// stream is one session holding the slot.
-type stream struct {
-	inv  *Invalidator
-	conn *pgconn.PgConn
-	rels map[uint32]*relation
-
-	set      repo.ChangeSet
-	inTxn    bool
-	commitAt time.Time // of the transaction being received
-	truncs   []Target  // truncated in the transaction being received
-	changes  uint64    // row changes of the transaction being received
-
-	nextStatus time.Time
-}
-
 // session sets up, takes the slot and streams until an error or ctx ends;
-// held reports whether it held the slot.
+// held reports whether it held the slot. A reader goroutine owns the
+// connection (messages in, status updates out); this goroutine applies.
 func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	if err := inv.Setup(ctx); err != nil {
 		return false, err
@@ -62,195 +43,161 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	inv.mu.Unlock()
 	stop := inv.probeServer(ctx)
 	defer stop()
-	s := &stream{inv: inv, conn: conn, rels: map[uint32]*relation{}}
-	return true, s.run(ctx, tables)
+
+	ctx, cancel := context.WithCancel(ctx)
+	r := &reader{inv: inv, conn: conn, items: make(chan item, readAhead)}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.run(ctx) })
+	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables}
+	err = a.run(ctx, r.items)
+	cancel() // stops the reader if the applier ended first
+	wg.Wait()
+	if err == nil {
+		err = r.err
+	}
+	return true, err
 }
 
-func (s *stream) run(ctx context.Context, tables map[string]Target) error {
-	inv := s.inv
-	s.nextStatus = time.Now().Add(inv.o.StatusInterval)
-	for {
-		if !time.Now().Before(s.nextStatus) {
-			if err := s.status(false); err != nil {
-				return err
-			}
-		}
-		// Wait for a message until the next status is due (at least
-		// waitPoll; sooner while a Wait call is in progress). Silence
-		// between transactions asks the server for its position: its
-		// keepalive moves Applied past WAL that holds nothing for us.
-		wait := time.Until(s.nextStatus)
-		if inv.waiters.Load() > 0 && !s.inTxn {
-			wait = min(wait, waitPoll)
-		}
-		rctx, cancel := context.WithTimeout(ctx, max(wait, waitPoll))
-		raw, err := s.conn.ReceiveMessage(rctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil && pgconn.Timeout(err) {
-				if err := s.status(!s.inTxn); err != nil {
-					return err
-				}
-				continue
-			}
-			return fmt.Errorf("cdc: receive: %w", err)
-		}
-		switch msg := raw.(type) {
-		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("cdc: replication: %w", pgconn.ErrorResponseToPgError(msg))
-		case *pgproto3.CopyData:
-			if err := s.copyData(ctx, msg.Data, tables); err != nil {
-				return err
-			}
-		}
-	}
+// applier applies the messages the reader decoded, in order. Consecutive
+// transactions share one batch while more messages are already waiting
+// (group commit): each batch costs a few pipelined round trips, however
+// many small transactions it holds, and a transaction counts as applied
+// only once its batch is done.
+type applier struct {
+	inv    *Invalidator
+	rels   map[uint32]*relation
+	tables map[string]Target
+
+	set     repo.ChangeSet
+	truncs  []Target // truncated in transactions not yet applied
+	inTxn   bool
+	changes uint64 // row changes not yet applied
+	txns    uint64 // committed transactions not yet applied
+	end     LSN    // end of the last of them
 }
 
-// copyData handles one message of the replication stream.
-func (s *stream) copyData(ctx context.Context, data []byte, tables map[string]Target) error {
-	if len(data) == 0 {
-		return nil
-	}
-	switch data[0] {
-	case pglogrepl.PrimaryKeepaliveMessageByteID:
-		k, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+func (a *applier) run(ctx context.Context, items <-chan item) error {
+	for it := range items {
+		var err error
+		switch {
+		case it.keepalive != 0:
+			if !a.inTxn && a.txns == 0 {
+				// Every transaction that committed before the server's
+				// position has been received, and applied.
+				a.inv.setApplied(it.keepalive)
+			}
+		default:
+			err = a.message(ctx, it.msg)
+		}
+		if err == nil && a.txns > 0 && (len(items) == 0 || a.set.Len() >= a.inv.o.BatchSize) {
+			err = a.apply(ctx)
+		}
 		if err != nil {
-			return fmt.Errorf("cdc: keepalive: %w", err)
+			return err
 		}
-		s.serverAt(k.ServerWALEnd)
-		if !s.inTxn {
-			// Every transaction that committed before the server's
-			// position has been received, and applied.
-			s.inv.setApplied(k.ServerWALEnd)
-		}
-		if k.ReplyRequested {
-			return s.status(false)
-		}
-	case pglogrepl.XLogDataByteID:
-		x, err := pglogrepl.ParseXLogData(data[1:])
-		if err != nil {
-			return fmt.Errorf("cdc: xlogdata: %w", err)
-		}
-		s.serverAt(x.ServerWALEnd)
-		msg, err := pglogrepl.Parse(x.WALData)
-		if err != nil {
-			// Not a message of the protocol version asked for: reading it
-			// again would fail again, so it is counted and passed.
-			s.inv.ctr.fail(fmt.Errorf("%w: decode at %s: %w", ErrSkipped, x.WALStart, err), true)
-			return nil
-		}
-		return s.message(ctx, msg, tables)
 	}
 	return nil
-}
-
-func (s *stream) serverAt(end LSN) {
-	if uint64(end) > s.inv.ctr.serverEnd.Load() {
-		s.inv.ctr.serverEnd.Store(uint64(end))
-	}
 }
 
 // message handles one pgoutput message.
-func (s *stream) message(ctx context.Context, msg pglogrepl.Message, tables map[string]Target) error {
-	inv := s.inv
+func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
-		s.rels[m.RelationID] = newRelation(m, tables)
+		a.rels[m.RelationID] = newRelation(m, a.tables)
 	case *pglogrepl.BeginMessage:
-		s.inTxn, s.commitAt, s.changes = true, m.CommitTime, 0
-		inv.ctr.behindSince.Store(m.CommitTime.UnixNano())
+		a.inTxn = true
+		a.inv.ctr.behindSince.CompareAndSwap(0, m.CommitTime.UnixNano())
 	case *pglogrepl.InsertMessage:
-		return s.change(ctx, m.RelationID, msg)
+		return a.change(ctx, m.RelationID, msg)
 	case *pglogrepl.UpdateMessage:
-		return s.change(ctx, m.RelationID, msg)
+		return a.change(ctx, m.RelationID, msg)
 	case *pglogrepl.DeleteMessage:
-		return s.change(ctx, m.RelationID, msg)
+		return a.change(ctx, m.RelationID, msg)
 	case *pglogrepl.TruncateMessage:
 		for _, id := range m.RelationIDs {
-			if r := s.rels[id]; r != nil && r.target != nil {
-				s.truncs = append(s.truncs, r.target)
+			if r := a.rels[id]; r != nil && r.target != nil {
+				a.truncs = append(a.truncs, r.target)
 			}
 		}
 	case *pglogrepl.CommitMessage:
-		return s.commit(ctx, m.TransactionEndLSN)
+		a.inTxn = false
+		a.txns++
+		a.end = m.TransactionEndLSN
 	}
 	return nil
 }
 
-// change queues the upkeep of a row change, applying the queue when full.
-func (s *stream) change(ctx context.Context, rel uint32, msg pglogrepl.Message) error {
-	r := s.rels[rel]
+// change queues the upkeep of a row change, flushing the queue when full.
+func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message) error {
+	r := a.rels[rel]
 	if r == nil || r.target == nil {
 		name := fmt.Sprint("relation ", rel)
 		if r != nil {
 			name = r.name
 		}
-		s.inv.ctr.fail(fmt.Errorf("%w: %s is not registered", ErrSkipped, name), true)
+		a.inv.ctr.fail(fmt.Errorf("%w: %s is not registered", ErrSkipped, name), true)
 		return nil
 	}
 	ch, err := r.change(msg)
 	if err == nil {
-		err = r.target.AddChange(&s.set, ch)
+		err = r.target.AddChange(&a.set, ch)
 	}
 	if err != nil {
-		s.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
+		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
 		return nil
 	}
-	s.changes++
-	if s.set.Len() >= s.inv.o.BatchSize {
-		return s.flush(ctx)
+	a.changes++
+	if a.set.Len() >= a.inv.o.BatchSize {
+		return a.flush(ctx)
 	}
 	return nil
 }
 
-// flush applies the queued upkeep, retrying until Redis takes it.
-func (s *stream) flush(ctx context.Context) error {
-	if s.set.Len() == 0 {
+// flush runs the queued upkeep, retrying until Redis takes it.
+func (a *applier) flush(ctx context.Context) error {
+	if a.set.Len() == 0 {
 		return nil
 	}
-	if err := s.retry(ctx, s.set.Run); err != nil {
+	if err := a.inv.retry(ctx, a.set.Run); err != nil {
 		return err
 	}
-	s.set.Reset()
+	a.set.Reset()
 	return nil
 }
 
-// commit applies what is left of the transaction, then counts its
-// position as applied.
-func (s *stream) commit(ctx context.Context, end LSN) error {
-	inv := s.inv
-	if err := s.flush(ctx); err != nil {
+// apply finishes the committed transactions received so far: their
+// queued upkeep and truncations, then their position counts as applied.
+func (a *applier) apply(ctx context.Context) error {
+	inv := a.inv
+	if err := a.flush(ctx); err != nil {
 		return err
 	}
-	for len(s.truncs) > 0 {
-		t := s.truncs[0]
-		if err := s.retry(ctx, t.InvalidateAll); err != nil {
+	for len(a.truncs) > 0 {
+		if err := inv.retry(ctx, a.truncs[0].InvalidateAll); err != nil {
 			return err
 		}
-		s.truncs = s.truncs[1:]
-		s.changes++
+		a.truncs = a.truncs[1:]
+		a.changes++
 	}
 	if inv.afterApply != nil {
-		if err := inv.afterApply(end); err != nil {
+		if err := inv.afterApply(a.end); err != nil {
 			return err
 		}
 	}
-	inv.ctr.txns.Add(1)
-	inv.ctr.changes.Add(s.changes)
-	s.inTxn = false
-	inv.ctr.behindSince.Store(0)
-	inv.setApplied(end)
-	if !time.Now().Before(s.nextStatus) {
-		return s.status(false)
+	inv.ctr.txns.Add(a.txns)
+	inv.ctr.changes.Add(a.changes)
+	a.txns, a.changes = 0, 0
+	if !a.inTxn {
+		inv.ctr.behindSince.Store(0)
 	}
+	inv.setApplied(a.end)
 	return nil
 }
 
 // retry runs fn until it succeeds or ctx ends, with exponential backoff
-// up to MaxBackoff, counting each failure. Meanwhile the server keeps
-// hearing the (unchanged) applied position, so that it does not time the
-// connection out.
-func (s *stream) retry(ctx context.Context, fn func(context.Context) error) error {
+// up to MaxBackoff, counting each failure. The reader keeps the
+// connection alive meanwhile, reporting the unchanged position.
+func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) error) error {
 	backoff := minBackoff
 	for {
 		err := fn(ctx)
@@ -260,28 +207,10 @@ func (s *stream) retry(ctx context.Context, fn func(context.Context) error) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.inv.ctr.fail(err, false)
-		if err := s.status(false); err != nil {
-			return err
-		}
+		inv.ctr.fail(err, false)
 		if !sleep(ctx, backoff) {
 			return ctx.Err()
 		}
-		backoff = min(2*backoff, s.inv.o.MaxBackoff)
+		backoff = min(2*backoff, inv.o.MaxBackoff)
 	}
-}
-
-// status reports the applied position to the server: written, flushed and
-// applied alike, since nothing is applied before it is done.
-func (s *stream) status(reply bool) error {
-	pos := LSN(s.inv.ctr.applied.Load())
-	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.conn, pglogrepl.StandbyStatusUpdate{
-		WALWritePosition: pos,
-		ReplyRequested:   reply,
-	})
-	if err != nil {
-		return fmt.Errorf("cdc: status update: %w", err)
-	}
-	s.nextStatus = time.Now().Add(s.inv.o.StatusInterval)
-	return nil
 }
