@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -24,7 +25,8 @@ type Repository[T any, ID comparable] struct {
 
 // core is what every view of a repository shares; immutable after New.
 type core[T any, ID comparable] struct {
-	db      *gorm.DB // a clean session on the caller's database
+	db      *gorm.DB              // a clean session on the caller's database
+	client  redis.UniversalClient // the cache's, for InvalidateAll's SCAN
 	name    string
 	sch     *schema.Schema
 	pk      *schema.Field
@@ -72,12 +74,13 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		return nil, err
 	}
 	c := &core[T, ID]{
-		db:    db.Session(&gorm.Session{NewDB: true}),
-		name:  o.Name,
-		sch:   sch,
-		pk:    pk,
-		idKey: idKey,
-		batch: o.BatchSize,
+		db:     db.Session(&gorm.Session{NewDB: true}),
+		client: cache.Client(),
+		name:   o.Name,
+		sch:    sch,
+		pk:     pk,
+		idKey:  idKey,
+		batch:  o.BatchSize,
 	}
 	for _, f := range sch.Fields {
 		if f.DBName != "" && f.FieldType == reflect.TypeFor[gorm.DeletedAt]() {

@@ -66,15 +66,17 @@ func stopContainers() {
 	}
 }
 
-// startPostgresDocker runs PostgreSQL in a container and returns an admin DSN.
-func startPostgresDocker() (string, error) {
+// startPostgresDocker runs PostgreSQL in a container and returns an admin
+// DSN. extra are more server arguments ("-c", "name=value").
+func startPostgresDocker(extra ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := tcpostgres.Run(ctx, postgresImage,
 		tcpostgres.WithDatabase("postgres"),
 		tcpostgres.WithUsername("postgres"),
 		tcpostgres.WithPassword("postgres"),
-		tcpostgres.BasicWaitStrategies())
+		tcpostgres.BasicWaitStrategies(),
+		tc.WithCmdArgs(extra...))
 	if c != nil {
 		keep(c)
 	}

@@ -30,8 +30,9 @@ func findPGBinary(name string) (string, error) {
 
 // startPostgresBinary runs initdb and postgres in a temporary directory on a
 // free loopback port and returns an admin DSN. PostgreSQL refuses to run as
-// root, so when root it runs as the postgres user.
-func startPostgresBinary() (string, error) {
+// root, so when root it runs as the postgres user. extra are more server
+// arguments ("-c", "name=value"; later ones win).
+func startPostgresBinary(extra ...string) (string, error) {
 	initdb, err := findPGBinary("initdb")
 	if err != nil {
 		return "", err
@@ -71,9 +72,10 @@ func startPostgresBinary() (string, error) {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
-	cmd = exec.Command(server, "-D", data, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", dir,
+	args := append([]string{"-D", data, "-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", dir,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300")
+		"-c", "max_connections=300"}, extra...)
+	cmd = exec.Command(server, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	// SIGINT is PostgreSQL's fast shutdown.
 	p, err := start("postgres :"+strconv.Itoa(port), cmd, dir, syscall.SIGINT)

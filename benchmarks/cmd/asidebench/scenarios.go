@@ -93,6 +93,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s str
 		return benchmarks.RunBreakdown(ctx, env, p.Breakdown, benchmarks.BreakdownVariants(p.Breakdown))
 	case "seqgen":
 		return benchmarks.RunSeqgen(ctx, env, p.Seqgen)
+	case "outofband":
+		return benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }

@@ -1,0 +1,63 @@
+package benchmarks_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestOutOfBand_embeddedSkips(t *testing.T) {
+	ctx := context.Background()
+	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 0 || len(res.Notes) != 1 || !strings.HasPrefix(res.Notes[0], "skipped") {
+		t.Fatalf("result = %+v, want no rows and a one-line skip note", res)
+	}
+}
+
+// On a logical-replication server, ttl_only leaves rows stale and inserted
+// ids "not found"; cdc and cdc_restart leave nothing behind.
+func TestOutOfBand_real(t *testing.T) {
+	pg := testcontainers.LogicalPostgres(t)
+	rd := testcontainers.Redis(t)
+	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second}
+	res, err := benchmarks.RunOutOfBand(context.Background(), env, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logRows(t, res)
+	if metric(t, res, "ttl_only", benchmarks.MetricStaleAtEnd) == 0 || metric(t, res, "ttl_only", benchmarks.MetricBloomFalseNeg) == 0 {
+		t.Error("ttl_only should leave stale rows and Bloom false negatives")
+	}
+	for _, v := range []string{"cdc", "cdc_restart"} {
+		if n := metric(t, res, v, benchmarks.MetricStaleAtEnd); n != 0 {
+			t.Errorf("%s: stale_at_end = %v", v, n)
+		}
+		if n := metric(t, res, v, benchmarks.MetricBloomFalseNeg); n != 0 {
+			t.Errorf("%s: bloom_false_negatives = %v", v, n)
+		}
+	}
+	if n := metric(t, res, "cdc_restart", benchmarks.MetricLostInvalidated); n != 0 {
+		t.Errorf("lost_invalidations = %v", n)
+	}
+}

@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/asidekit/asidekit/repo/cdc"
+)
+
+// CDCStatser is what NewCDCCollector reads: a *cdc.Invalidator.
+type CDCStatser interface {
+	Stats() cdc.Stats
+}
+
+// NewCDCCollector returns a Collector of src's cdc.Stats, read at each
+// scrape, with the constant label invalidator=name:
+//
+//	asidekit_cdc_transactions_total{invalidator}  counter
+//	asidekit_cdc_changes_total{invalidator}       counter
+//	asidekit_cdc_skipped_total{invalidator}       counter
+//	asidekit_cdc_errors_total{invalidator}        counter
+//	asidekit_cdc_active{invalidator}              gauge, 1 while this process holds the slot
+//	asidekit_cdc_bad_tables{invalidator}          gauge
+//	asidekit_cdc_lag_bytes{invalidator}           gauge
+//	asidekit_cdc_lag_seconds{invalidator}         gauge
+//
+// Alert on lag_bytes and lag_seconds of the active process, on errors
+// growing, and on no process of the service being active (OPERATIONS.md).
+// A nil src panics here rather than at every scrape: it is a wiring
+// mistake, best found when the service starts.
+func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
+	if src == nil {
+		panic("metrics: NewCDCCollector with a nil source")
+	}
+	c := &cdcCollector{snapshotCollector: newSnapshotCollector("cdc", "invalidator", name, src.Stats)}
+	desc := c.desc
+	c.counter(desc("transactions_total", "Transactions applied to the cache (a replayed one counts again)."),
+		func(s cdc.Stats) float64 { return float64(s.Transactions) })
+	c.counter(desc("changes_total", "Row changes applied to the cache; a TRUNCATE counts one per table."),
+		func(s cdc.Stats) float64 { return float64(s.Changes) })
+	c.counter(desc("skipped_total", "Row changes skipped: unregistered relation, missing or unmappable key."),
+		func(s cdc.Stats) float64 { return float64(s.Skipped) })
+	c.counter(desc("errors_total", "Failures retried: Redis refusing a batch, a lost database connection."),
+		func(s cdc.Stats) float64 { return float64(s.Errors) })
+	c.gauge(desc("active", "1 while this process holds the replication slot and applies, 0 while it stands by."),
+		func(s cdc.Stats) float64 {
+			if s.Active {
+				return 1
+			}
+			return 0
+		})
+	c.gauge(desc("bad_tables", "Registered tables left out of the publication (missing, or no primary key)."),
+		func(s cdc.Stats) float64 { return float64(s.BadTables) })
+	c.gauge(desc("lag_bytes", "Bytes of WAL between the server's end and the position applied to the cache."),
+		func(s cdc.Stats) float64 { return float64(s.LagBytes) })
+	c.gauge(desc("lag_seconds", "Seconds since the transaction being applied committed; 0 when caught up."),
+		func(s cdc.Stats) float64 { return s.Lag.Seconds() })
+	return c
+}
+
+// cdcCollector is a snapshotCollector with gauges too.
+type cdcCollector struct {
+	*snapshotCollector[cdc.Stats]
+	gauges []snapshotMetric[cdc.Stats]
+}
+
+func (c *cdcCollector) gauge(desc *prometheus.Desc, value func(cdc.Stats) float64) {
+	c.gauges = append(c.gauges, snapshotMetric[cdc.Stats]{desc: desc, value: value})
+}
+
+// Describe implements prometheus.Collector.
+func (c *cdcCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.snapshotCollector.Describe(ch)
+	for _, g := range c.gauges {
+		ch <- g.desc
+	}
+}
+
+// Collect implements prometheus.Collector: one Stats call per scrape.
+func (c *cdcCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, m.value(s), m.labels...)
+	}
+	for _, g := range c.gauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(s))
+	}
+}

@@ -1,0 +1,69 @@
+// Package cdc keeps the cache in step with every committed write to
+// PostgreSQL, whoever makes it: plain SQL, a migration, another service,
+// or a repository write whose COMMIT reply was lost. An Invalidator reads
+// the write-ahead log through logical replication (the built-in pgoutput
+// plugin, github.com/jackc/pglogrepl over pgx) and applies each committed
+// change of the registered tables through the repositories:
+//
+//   - INSERT adds the key to the Bloom filters and drops cached "not
+//     found" answers, by id and by unique value (GetBy);
+//   - UPDATE invalidates the row and the GetBy mappings of unique values
+//     that changed;
+//   - DELETE invalidates the row (and its mappings, when the log carries
+//     the old values);
+//   - TRUNCATE invalidates every key of the entity and its mappings within
+//     the cache's namespace (a SCAN of the entity's keys on every master,
+//     never FLUSHDB).
+//
+// Use:
+//
+//	inv, err := cdc.New(dsn, &cdc.Options{Slot: "shop_cache"})
+//	err = inv.Register(products, users) // *repo.Repository values
+//	go inv.Run(ctx)                     // in every process
+//
+// # Guarantees
+//
+// At least once: the slot's confirmed position moves only over
+// transactions whose invalidations Redis has taken; a crash at any point
+// replays from there, and invalidations are idempotent. Transactions are
+// applied in commit order, each at its COMMIT (pgoutput sends a
+// transaction only once it has committed); a large one is applied in
+// batches of Options.BatchSize keys, pipelined (per slot on a Cluster), in
+// bounded memory, and counts as applied after its last batch.
+//
+// One process applies: PostgreSQL lets one connection at a time stream
+// from a slot, so every process may Run the Invalidator; one holds the slot
+// and the others stand by, trying again every Options.StandbyRetry. When
+// the holder exits or its connection drops, one of them takes over within
+// about that long and resumes from the confirmed position; a holder that
+// hangs with its connection open keeps the slot until the server's
+// wal_sender_timeout (60 s by default).
+//
+// While Redis is down the Invalidator keeps its position and retries the
+// same transaction with backoff (up to Options.MaxBackoff); Stats reports
+// the errors and the lag, in bytes of WAL and in seconds since the waiting
+// transaction committed.
+//
+// # Setup and cost
+//
+// The server needs wal_level=logical (a restart) and a role with the
+// REPLICATION attribute. Setup (which Run calls) creates the publication
+// and the slot if they are missing; only Drop removes them. A slot keeps
+// the WAL its consumer has not confirmed: a service that stops for good
+// must Drop it, or the server's disk fills (see OPERATIONS.md,
+// max_slot_wal_keep_size).
+//
+// Without REPLICA IDENTITY FULL (SetReplicaIdentityFull) the log carries
+// only the primary key of an updated or deleted row, so the GetBy mapping
+// of an old unique value stays cached; GetBy checks the row it maps to and
+// drops a mapping that no longer matches, so it never returns a wrong row,
+// at the price of one more read. With FULL every UPDATE and DELETE writes
+// the whole old row to the WAL.
+//
+// Bad input never stops the stream: a registered table without a primary
+// key or replica identity is left out of the publication (Stats.BadTables),
+// and a change of an unregistered relation or with a key that does not
+// map to the repository's id type is counted in Stats.Skipped and passed.
+// Schema changes (ALTER TABLE) are followed: pgoutput describes a
+// relation again before its first change after the change.
+package cdc

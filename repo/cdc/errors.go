@@ -1,0 +1,28 @@
+package cdc
+
+import "errors"
+
+var (
+	// ErrInvalidOptions is returned by New for options it cannot use, and
+	// by Register for a target it cannot use.
+	ErrInvalidOptions = errors.New("cdc: invalid options")
+
+	// ErrNotLogical is returned when the server's wal_level is not
+	// logical: logical replication needs it (a server restart).
+	ErrNotLogical = errors.New("cdc: PostgreSQL wal_level is not logical")
+
+	// ErrSlotActive is returned by Drop while a process holds the slot.
+	ErrSlotActive = errors.New("cdc: replication slot is in use")
+
+	// ErrBadTable is recorded in Stats.LastError (and counted in
+	// Stats.BadTables) for a registered table that is missing or has
+	// neither a primary key nor a replica identity: it is left out of the
+	// publication, since PostgreSQL would refuse UPDATE and DELETE on a
+	// published table without one.
+	ErrBadTable = errors.New("cdc: table cannot be published")
+
+	// ErrSkipped is recorded in Stats.LastError for a change that was
+	// skipped: a relation nobody registered, or a row whose key is missing
+	// or cannot be mapped to an id.
+	ErrSkipped = errors.New("cdc: change skipped")
+)

@@ -1,0 +1,191 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/asidekit/asidekit/repo"
+)
+
+// Target is a repository whose table the Invalidator follows: a
+// *repo.Repository of any type.
+type Target interface {
+	// Table returns the table's name, optionally schema-qualified
+	// ("public.users"); unqualified names are resolved on the server's
+	// search_path.
+	Table() string
+	// AddChange queues the cache upkeep of a committed row change.
+	AddChange(s *repo.ChangeSet, c repo.Change) error
+	// InvalidateAll drops every cached row and mapping (TRUNCATE).
+	InvalidateAll(ctx context.Context) error
+}
+
+// Invalidator follows PostgreSQL's write-ahead log through logical
+// replication and applies every committed change of the registered tables
+// to the cache. Create it with New, Register the repositories, then Run
+// it (in every process of the service: one applies, the others stand by).
+type Invalidator struct {
+	dsn  string
+	repl *pgconn.Config // dsn with replication=database
+	o    Options
+
+	mu      sync.Mutex        // guards targets, tables and running
+	targets []Target          // as registered
+	tables  map[string]Target // by "schema.table", filled by Setup
+	running bool
+
+	ctr counters
+
+	waitMu  sync.Mutex    // guards advance
+	advance chan struct{} // closed (and replaced) when Applied moves
+	waiters atomic.Int32  // Wait calls in progress
+
+	// afterApply, when set (by tests), runs after a transaction's changes
+	// were applied and before its position counts as applied; an error
+	// ends the session there, as a crash would.
+	afterApply func(end LSN) error
+}
+
+// New returns an Invalidator of the database at dsn (a URL or key=value
+// connection string of a role with the REPLICATION attribute, or the
+// owner of the tables for Setup). opts may be nil.
+func New(dsn string, opts *Options) (*Invalidator, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dsn: %w", ErrInvalidOptions, err)
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	return &Invalidator{dsn: dsn, repl: cfg, o: o, advance: make(chan struct{})}, nil
+}
+
+// Register adds repositories to follow. Call it before Setup and Run; two
+// targets of the same table are an error matching ErrInvalidOptions.
+func (inv *Invalidator) Register(targets ...Target) error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.running {
+		return fmt.Errorf("%w: Register after Run", ErrInvalidOptions)
+	}
+	for _, t := range targets {
+		if t == nil || t.Table() == "" {
+			return fmt.Errorf("%w: nil target or empty table name", ErrInvalidOptions)
+		}
+		for _, have := range inv.targets {
+			if have.Table() == t.Table() {
+				return fmt.Errorf("%w: table %s registered twice", ErrInvalidOptions, t.Table())
+			}
+		}
+		inv.targets = append(inv.targets, t)
+	}
+	return nil
+}
+
+// Stats returns the Invalidator's counters and gauges.
+func (inv *Invalidator) Stats() Stats { return inv.ctr.snapshot() }
+
+// Run follows the log until ctx is done, then returns nil. It sets up the
+// publication and the slot (Setup), then takes the slot: when another
+// process holds it, Run stands by and tries again every StandbyRetry, so
+// that it takes over within about that long once the holder is gone (its
+// connection closed; a hung holder's after the server's
+// wal_sender_timeout). Errors (database or Redis unreachable) are counted
+// in Stats and retried with backoff, never skipped past: the slot's
+// position only moves over what was applied.
+func (inv *Invalidator) Run(ctx context.Context) error {
+	inv.mu.Lock()
+	if inv.running {
+		inv.mu.Unlock()
+		return errors.New("cdc: Run called twice")
+	}
+	inv.running = true
+	inv.mu.Unlock()
+	defer func() {
+		inv.mu.Lock()
+		inv.running = false
+		inv.mu.Unlock()
+	}()
+	backoff := minBackoff
+	for ctx.Err() == nil {
+		held, err := inv.session(ctx)
+		if held { // a holder that lost its connection retries at once
+			backoff = minBackoff
+		}
+		wait := inv.o.StandbyRetry
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errSlotBusy):
+			backoff = minBackoff
+		default:
+			inv.ctr.fail(err, false)
+			wait, backoff = backoff, min(2*backoff, inv.o.MaxBackoff)
+		}
+		if !sleep(ctx, wait) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Wait returns once every transaction that committed before lsn (from
+// pg_current_wal_lsn() after a write, for instance) has been applied to
+// the cache by this Invalidator, or ctx is done. It is the barrier for
+// reading an out-of-band write through the cache.
+func (inv *Invalidator) Wait(ctx context.Context, lsn LSN) error {
+	inv.waiters.Add(1)
+	defer inv.waiters.Add(-1)
+	for {
+		inv.waitMu.Lock()
+		ch := inv.advance
+		inv.waitMu.Unlock()
+		if LSN(inv.ctr.applied.Load()) >= lsn {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setApplied records that everything up to lsn is applied.
+func (inv *Invalidator) setApplied(lsn LSN) {
+	if LSN(inv.ctr.applied.Load()) >= lsn {
+		return
+	}
+	inv.ctr.applied.Store(uint64(lsn))
+	inv.waitMu.Lock()
+	close(inv.advance)
+	inv.advance = make(chan struct{})
+	inv.waitMu.Unlock()
+}
+
+// sleep waits d or until ctx is done, and reports whether ctx is live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

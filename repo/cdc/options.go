@@ -1,0 +1,79 @@
+package cdc
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Options configure an Invalidator. The zero Options are usable.
+type Options struct {
+	// Slot is the name of the logical replication slot (lower-case
+	// letters, digits and underscores, at most 63). Every process of a
+	// service uses the same slot: one holds it and applies, the others
+	// stand by. Default "asidekit_cdc".
+	Slot string
+
+	// Publication is the name of the publication over the registered
+	// tables. Default: Slot.
+	Publication string
+
+	// BatchSize is the most ids and filter keys held in memory before they
+	// are applied, within a large transaction. Default 1000.
+	BatchSize int
+
+	// StandbyRetry is how often a stand-by tries to take the slot over
+	// while another process holds it. Default 1 second.
+	StandbyRetry time.Duration
+
+	// StatusInterval is the longest time between two reports of the
+	// applied position to the server, which lets it release WAL. A crash
+	// replays at most this much (invalidations are idempotent). Default
+	// 1 second.
+	StatusInterval time.Duration
+
+	// MaxBackoff caps the wait between two attempts to apply a
+	// transaction while Redis fails, and between reconnections to the
+	// database. The first wait is 50ms, doubling. Default 5 seconds.
+	MaxBackoff time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultSlot           = "asidekit_cdc"
+	DefaultBatchSize      = 1000
+	DefaultStandbyRetry   = time.Second
+	DefaultStatusInterval = time.Second
+	DefaultMaxBackoff     = 5 * time.Second
+	minBackoff            = 50 * time.Millisecond
+)
+
+var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+
+// withDefaults returns a copy of o with its defaults filled in.
+func (o Options) withDefaults() (Options, error) {
+	if o.Slot == "" {
+		o.Slot = DefaultSlot
+	}
+	if o.Publication == "" {
+		o.Publication = o.Slot
+	}
+	for _, n := range []string{o.Slot, o.Publication} {
+		if !slotName.MatchString(n) {
+			return o, fmt.Errorf("%w: name %q: use 1 to 63 lower-case letters, digits and underscores", ErrInvalidOptions, n)
+		}
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.StandbyRetry <= 0 {
+		o.StandbyRetry = DefaultStandbyRetry
+	}
+	if o.StatusInterval <= 0 {
+		o.StatusInterval = DefaultStatusInterval
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	return o, nil
+}

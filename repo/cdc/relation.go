@@ -1,0 +1,75 @@
+package cdc
+
+import (
+	"fmt"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/asidekit/asidekit/repo"
+)
+
+// relation is a table as the last Relation message described it: pgoutput
+// sends one before the first change of a table in a session and again
+// after any change of its schema (ALTER TABLE), so the columns of a change
+// are always read with the layout they were written with.
+type relation struct {
+	name   string   // "schema.table"
+	cols   []string // column names, in tuple order
+	key    []bool   // part of the replica identity
+	target Target   // nil: not registered
+}
+
+func newRelation(m *pglogrepl.RelationMessage, targets map[string]Target) *relation {
+	r := &relation{name: m.Namespace + "." + m.RelationName}
+	for _, c := range m.Columns {
+		r.cols = append(r.cols, c.Name)
+		r.key = append(r.key, c.Flags&1 != 0)
+	}
+	r.target = targets[r.name]
+	return r
+}
+
+// values returns a tuple's column values by name: text for 't', nil for
+// NULL; unchanged TOAST values ('u'), binary values and, in a key-only
+// tuple, the columns outside the key are left out as unknown.
+func (r *relation) values(t *pglogrepl.TupleData, keyOnly bool) (map[string]any, error) {
+	if t == nil {
+		return nil, nil
+	}
+	if len(t.Columns) != len(r.cols) {
+		return nil, fmt.Errorf("%w: %s: a tuple of %d columns, the relation has %d", ErrSkipped, r.name, len(t.Columns), len(r.cols))
+	}
+	m := make(map[string]any, len(r.cols))
+	for i, c := range t.Columns {
+		if keyOnly && !r.key[i] {
+			continue
+		}
+		switch c.DataType {
+		case pglogrepl.TupleDataTypeNull:
+			m[r.cols[i]] = nil
+		case pglogrepl.TupleDataTypeText:
+			m[r.cols[i]] = string(c.Data)
+		}
+	}
+	return m, nil
+}
+
+// change decodes a row change message of r into a repo.Change.
+func (r *relation) change(msg pglogrepl.Message) (repo.Change, error) {
+	var ch repo.Change
+	var err error
+	switch m := msg.(type) {
+	case *pglogrepl.InsertMessage:
+		ch.Kind = repo.ChangeInsert
+		ch.New, err = r.values(m.Tuple, false)
+	case *pglogrepl.UpdateMessage:
+		ch.Kind = repo.ChangeUpdate
+		if ch.Old, err = r.values(m.OldTuple, m.OldTupleType == pglogrepl.UpdateMessageTupleTypeKey); err == nil {
+			ch.New, err = r.values(m.NewTuple, false)
+		}
+	case *pglogrepl.DeleteMessage:
+		ch.Kind = repo.ChangeDelete
+		ch.Old, err = r.values(m.OldTuple, m.OldTupleType == pglogrepl.DeleteMessageTupleTypeKey)
+	}
+	return ch, err
+}

@@ -1,0 +1,96 @@
+package cdc
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
+
+// LSN is a position in PostgreSQL's write-ahead log.
+type LSN = pglogrepl.LSN
+
+// Stats are an Invalidator's counters and gauges.
+type Stats struct {
+	// Active is true while this process holds the slot and applies;
+	// false while it stands by (or cannot reach the database).
+	Active bool
+
+	// Transactions and Changes count the transactions and row changes
+	// applied to the cache (a TRUNCATE counts as one change per table).
+	// A transaction replayed after a crash counts again.
+	Transactions, Changes uint64
+
+	// Skipped counts row changes left out: of a relation nobody
+	// registered, or whose key is missing or cannot be mapped to an id.
+	Skipped uint64
+
+	// Errors counts failures that were retried: Redis refusing a batch,
+	// a lost database connection, a message that could not be decoded.
+	Errors uint64
+
+	// BadTables is the number of registered tables left out of the
+	// publication at the last start (ErrBadTable).
+	BadTables int
+
+	// Applied is the log position up to which every committed change has
+	// been applied (and, within StatusInterval, confirmed to the server).
+	Applied LSN
+
+	// LagBytes is how far Applied is behind the end of the server's log,
+	// as last reported by the server.
+	LagBytes uint64
+
+	// Lag is how long ago the transaction being applied now committed;
+	// zero when every transaction received is applied.
+	Lag time.Duration
+
+	// LastError is the most recent error counted in Errors or Skipped.
+	LastError error
+}
+
+// counters are the live values behind Stats.
+type counters struct {
+	active                       atomic.Bool
+	txns, changes, skipped, errs atomic.Uint64
+	badTables                    atomic.Int64
+	applied, serverEnd           atomic.Uint64
+	behindSince                  atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
+
+	mu      sync.Mutex // guards lastErr
+	lastErr error
+}
+
+func (c *counters) fail(err error, skipped bool) {
+	if skipped {
+		c.skipped.Add(1)
+	} else {
+		c.errs.Add(1)
+	}
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+}
+
+func (c *counters) snapshot() Stats {
+	s := Stats{
+		Active:       c.active.Load(),
+		Transactions: c.txns.Load(),
+		Changes:      c.changes.Load(),
+		Skipped:      c.skipped.Load(),
+		Errors:       c.errs.Load(),
+		BadTables:    int(c.badTables.Load()),
+		Applied:      LSN(c.applied.Load()),
+	}
+	if end := c.serverEnd.Load(); end > uint64(s.Applied) {
+		s.LagBytes = end - uint64(s.Applied)
+	}
+	if t := c.behindSince.Load(); t != 0 {
+		s.Lag = max(0, time.Since(time.Unix(0, t)))
+	}
+	c.mu.Lock()
+	s.LastError = c.lastErr
+	c.mu.Unlock()
+	return s
+}

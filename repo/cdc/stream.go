@@ -1,0 +1,216 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/asidekit/asidekit/repo"
+)
+
+// errSlotBusy is a session's end when another process holds the slot.
+var errSlotBusy = errors.New("cdc: slot held by another process")
+
+// session sets up, takes the slot and streams until an error or ctx ends;
+// held reports whether it held the slot. A reader goroutine owns the
+// connection (messages in, status updates out); this goroutine applies.
+func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
+	if err := inv.Setup(ctx); err != nil {
+		return false, err
+	}
+	conn, err := pgconn.ConnectConfig(ctx, inv.repl)
+	if err != nil {
+		return false, fmt.Errorf("cdc: replication connection: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	err = pglogrepl.StartReplication(ctx, conn, inv.o.Slot, 0, pglogrepl.StartReplicationOptions{
+		PluginArgs: []string{"proto_version '1'", "publication_names '" + inv.o.Publication + "'"},
+	})
+	if isCode(err, "55006") { // object_in_use: another walsender has it
+		return false, errSlotBusy
+	}
+	if err != nil {
+		return false, fmt.Errorf("cdc: start replication: %w", err)
+	}
+	inv.ctr.active.Store(true)
+	defer inv.ctr.active.Store(false)
+	inv.mu.Lock()
+	tables := inv.tables
+	inv.mu.Unlock()
+	stop := inv.probeServer(ctx)
+	defer stop()
+
+	ctx, cancel := context.WithCancel(ctx)
+	r := &reader{inv: inv, conn: conn, items: make(chan item, readAhead)}
+	var wg sync.WaitGroup
+	wg.Go(func() { r.run(ctx) })
+	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables}
+	err = a.run(ctx, r.items)
+	cancel() // stops the reader if the applier ended first
+	wg.Wait()
+	if err == nil {
+		err = r.err
+	}
+	return true, err
+}
+
+// applier applies the messages the reader decoded, in order. Consecutive
+// transactions share one batch while more messages are already waiting
+// (group commit): each batch costs a few pipelined round trips, however
+// many small transactions it holds, and a transaction counts as applied
+// only once its batch is done.
+type applier struct {
+	inv    *Invalidator
+	rels   map[uint32]*relation
+	tables map[string]Target
+
+	set     repo.ChangeSet
+	truncs  []Target // truncated in transactions not yet applied
+	inTxn   bool
+	changes uint64 // row changes not yet applied
+	txns    uint64 // committed transactions not yet applied
+	end     LSN    // end of the last of them
+}
+
+func (a *applier) run(ctx context.Context, items <-chan item) error {
+	for it := range items {
+		var err error
+		switch {
+		case it.keepalive != 0:
+			if !a.inTxn && a.txns == 0 {
+				// Every transaction that committed before the server's
+				// position has been received, and applied.
+				a.inv.setApplied(it.keepalive)
+			}
+		default:
+			err = a.message(ctx, it.msg)
+		}
+		if err == nil && a.txns > 0 && (len(items) == 0 || a.set.Len() >= a.inv.o.BatchSize) {
+			err = a.apply(ctx)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// message handles one pgoutput message.
+func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
+	switch m := msg.(type) {
+	case *pglogrepl.RelationMessage:
+		a.rels[m.RelationID] = newRelation(m, a.tables)
+	case *pglogrepl.BeginMessage:
+		a.inTxn = true
+		a.inv.ctr.behindSince.CompareAndSwap(0, m.CommitTime.UnixNano())
+	case *pglogrepl.InsertMessage:
+		return a.change(ctx, m.RelationID, msg)
+	case *pglogrepl.UpdateMessage:
+		return a.change(ctx, m.RelationID, msg)
+	case *pglogrepl.DeleteMessage:
+		return a.change(ctx, m.RelationID, msg)
+	case *pglogrepl.TruncateMessage:
+		for _, id := range m.RelationIDs {
+			if r := a.rels[id]; r != nil && r.target != nil {
+				a.truncs = append(a.truncs, r.target)
+			}
+		}
+	case *pglogrepl.CommitMessage:
+		a.inTxn = false
+		a.txns++
+		a.end = m.TransactionEndLSN
+	}
+	return nil
+}
+
+// change queues the upkeep of a row change, flushing the queue when full.
+func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message) error {
+	r := a.rels[rel]
+	if r == nil || r.target == nil {
+		name := fmt.Sprint("relation ", rel)
+		if r != nil {
+			name = r.name
+		}
+		a.inv.ctr.fail(fmt.Errorf("%w: %s is not registered", ErrSkipped, name), true)
+		return nil
+	}
+	ch, err := r.change(msg)
+	if err == nil {
+		err = r.target.AddChange(&a.set, ch)
+	}
+	if err != nil {
+		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
+		return nil
+	}
+	a.changes++
+	if a.set.Len() >= a.inv.o.BatchSize {
+		return a.flush(ctx)
+	}
+	return nil
+}
+
+// flush runs the queued upkeep, retrying until Redis takes it.
+func (a *applier) flush(ctx context.Context) error {
+	if a.set.Len() == 0 {
+		return nil
+	}
+	if err := a.inv.retry(ctx, a.set.Run); err != nil {
+		return err
+	}
+	a.set.Reset()
+	return nil
+}
+
+// apply finishes the committed transactions received so far: their
+// queued upkeep and truncations, then their position counts as applied.
+func (a *applier) apply(ctx context.Context) error {
+	inv := a.inv
+	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	for len(a.truncs) > 0 {
+		if err := inv.retry(ctx, a.truncs[0].InvalidateAll); err != nil {
+			return err
+		}
+		a.truncs = a.truncs[1:]
+		a.changes++
+	}
+	if inv.afterApply != nil {
+		if err := inv.afterApply(a.end); err != nil {
+			return err
+		}
+	}
+	inv.ctr.txns.Add(a.txns)
+	inv.ctr.changes.Add(a.changes)
+	a.txns, a.changes = 0, 0
+	if !a.inTxn {
+		inv.ctr.behindSince.Store(0)
+	}
+	inv.setApplied(a.end)
+	return nil
+}
+
+// retry runs fn until it succeeds or ctx ends, with exponential backoff
+// up to MaxBackoff, counting each failure. The reader keeps the
+// connection alive meanwhile, reporting the unchanged position.
+func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) error) error {
+	backoff := minBackoff
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		inv.ctr.fail(err, false)
+		if !sleep(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, inv.o.MaxBackoff)
+	}
+}

@@ -1,0 +1,90 @@
+package testcontainers
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// logicalArgs are the server settings logical replication tests need:
+// wal_level=logical, room for many slots and senders, and synchronous
+// commits, because a WAL sender decodes only flushed WAL (with
+// synchronous_commit=off a commit would reach it up to three
+// wal_writer_delay later).
+var logicalArgs = []string{
+	"-c", "wal_level=logical",
+	"-c", "max_replication_slots=64",
+	"-c", "max_wal_senders=64",
+	"-c", "synchronous_commit=on",
+}
+
+var logicalServer resolved[string] // admin DSN
+
+// findLogicalPostgres resolves a server with wal_level=logical: the
+// environment's when it has that level (it is never reconfigured), then
+// Docker, then binaries from PATH, each started with logicalArgs.
+func findLogicalPostgres() (string, Source, error) {
+	var reasons []string
+	if dsn := os.Getenv(EnvPostgresDSN); dsn != "" {
+		level, err := walLevel(dsn)
+		if err == nil && level == "logical" {
+			return dsn, SourceEnv, nil
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: wal_level %q (%v)", EnvPostgresDSN, level, err))
+	}
+	if err := dockerAvailable(); err == nil {
+		dsn, err := startPostgresDocker(logicalArgs...)
+		if err == nil {
+			return dsn, SourceDocker, nil
+		}
+		reasons = append(reasons, "docker: "+err.Error())
+	} else {
+		reasons = append(reasons, err.Error())
+	}
+	dsn, err := startPostgresBinary(logicalArgs...)
+	if err == nil {
+		return dsn, SourceBinary, nil
+	}
+	reasons = append(reasons, err.Error())
+	return "", "", noBackend("PostgreSQL with wal_level=logical", EnvPostgresDSN, "postgres and initdb", reasons)
+}
+
+// LogicalPostgres returns a fresh database, as Postgres does, on a server
+// with wal_level=logical, for logical replication (repo/cdc): the
+// server of ASIDEKIT_POSTGRES_DSN when it reports wal_level=logical;
+// otherwise a Docker container started with -c wal_level=logical;
+// otherwise initdb and postgres from PATH with that setting. The server is
+// started once per test binary.
+//
+// The database is dropped at cleanup, which PostgreSQL refuses while a
+// replication slot of it exists: drop the test's slots in a cleanup
+// registered after this call (cleanups run last-in, first-out).
+func LogicalPostgres(t testing.TB) *PostgresDB {
+	t.Helper()
+	admin, src, err := logicalServer.get(findLogicalPostgres)
+	if err != nil {
+		fatal(t, err)
+	}
+	db, err := newDatabase(t, admin)
+	if err != nil {
+		fatal(t, err)
+	}
+	db.Source = src
+	return db
+}
+
+func walLevel(dsn string) (string, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var level string
+	err = db.QueryRowContext(ctx, "SHOW wal_level").Scan(&level)
+	return level, err
+}
