@@ -54,10 +54,14 @@
 //
 // With Options.Filter, the repository keeps a Bloom filter of primary keys
 // (named after the entity) in the Policy's Filter, so that reads of ids
-// that exist nowhere cost no SQL, and, with Options.UniqueKey, a second
-// filter of unique-key values for InsertIfAbsent. WarmFilter streams the table's keys into both in
+// that exist nowhere cost no SQL, and a filter of each unique key's values,
+// so that GetBy of a value no row holds (an unknown slug) answers
+// ErrNotFound with no SELECT and InsertIfAbsent of a new key goes straight
+// to its INSERT. Writes through the repository keep the filters up to date
+// after their commit; WarmFilter streams the table's keys into them in
 // batches; RebuildFilter rebuilds them through bloom's generation swap, so
-// deleted rows stop passing.
+// deleted rows stop passing. Rows written around the repository read as
+// absent until one of those two runs.
 //
 // DB returns a plain *gorm.DB on T's table for queries the repository does
 // not cover; they are not cached.

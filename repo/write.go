@@ -205,11 +205,6 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 	if add && c.filter != nil {
 		u.add(c.filter, c.name, key)
 	}
-	if l := c.uniq; add && l != nil && l.filter != nil {
-		if uk, ok, err := l.key(ctx, rv); err == nil && ok {
-			u.add(l.filter, l.name, uk)
-		}
-	}
 	u.invalidate(c.ent, key)
 	for i, l := range c.lookups {
 		nk, hasNew, err := l.key(ctx, rv)
@@ -219,6 +214,9 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 		var was oldKey
 		if old != nil {
 			was = old[i]
+		}
+		if l.filter != nil && hasNew && (add || !was.ok || was.key != nk) {
+			u.add(l.filter, l.name, nk)
 		}
 		hasNew = hasNew && l.cacheable(nk)
 		was.ok = was.ok && l.cacheable(was.key)
