@@ -42,6 +42,10 @@
 // longer see the row, and Create may use its primary key again (it
 // replaces the deleted row). Ids are checked before any write: one that
 // cannot be a cache key is ErrInvalidID, and nothing is written.
+// CreateMany and PutMany write many rows in batches of Options.BatchSize
+// (one INSERT per batch) in one transaction, the caller's or their own,
+// with the same upkeep after the commit, merged into one pipelined call
+// per filter and entity.
 // When the database write succeeded but the cache upkeep after it failed,
 // the error matches ErrAfterCommit: the write is not lost, and cacheaside
 // retries failed invalidations in the background.
