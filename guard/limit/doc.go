@@ -36,6 +36,9 @@
 // namespace and key share their state, whatever their configuration: give
 // limiters with different limits different keys or namespaces.
 //
+// Package httplimit puts a Limiter in front of a net/http handler (client
+// IP keys, 429 with Retry-After, the IETF RateLimit header fields).
+//
 // # Choosing one
 //
 // FixedWindow is the cheapest and the easiest to explain ("3 logins per
