@@ -42,6 +42,10 @@
 // longer see the row, and Create may use its primary key again (it
 // replaces the deleted row). Ids are checked before any write: one that
 // cannot be a cache key is ErrInvalidID, and nothing is written.
+// CreateMany and PutMany write many rows in batches of Options.BatchSize
+// (one INSERT per batch) in one transaction, the caller's or their own,
+// with the same upkeep after the commit, merged into one pipelined call
+// per filter and entity.
 // When the database write succeeded but the cache upkeep after it failed,
 // the error matches ErrAfterCommit: the write is not lost, and cacheaside
 // retries failed invalidations in the background.
@@ -54,10 +58,14 @@
 //
 // With Options.Filter, the repository keeps a Bloom filter of primary keys
 // (named after the entity) in the Policy's Filter, so that reads of ids
-// that exist nowhere cost no SQL, and, with Options.UniqueKey, a second
-// filter of unique-key values for InsertIfAbsent. WarmFilter streams the table's keys into both in
+// that exist nowhere cost no SQL, and a filter of each unique key's values,
+// so that GetBy of a value no row holds (an unknown slug) answers
+// ErrNotFound with no SELECT and InsertIfAbsent of a new key goes straight
+// to its INSERT. Writes through the repository keep the filters up to date
+// after their commit; WarmFilter streams the table's keys into them in
 // batches; RebuildFilter rebuilds them through bloom's generation swap, so
-// deleted rows stop passing.
+// deleted rows stop passing. Rows written around the repository read as
+// absent until one of those two runs.
 //
 // DB returns a plain *gorm.DB on T's table for queries the repository does
 // not cover; they are not cached.

@@ -19,9 +19,8 @@ import (
 // The insert is INSERT … ON CONFLICT (key) DO NOTHING, so the unique index
 // decides, never a read followed by an insert. Before it:
 //
-//   - with Options.Filter and Options.UniqueKey, a "definitely new"
-//     answer of the key's Bloom filter goes straight to the insert, with
-//     no read;
+//   - with Options.Filter, a "definitely new" answer of the key's Bloom
+//     filter goes straight to the insert, with no read;
 //   - otherwise ("maybe", or no filter) the cached key → primary key
 //     mapping is read (a Redis GET; SQL on a miss): a row found is a
 //     duplicate at once, with no write; a row not found leaves it to the

@@ -22,8 +22,9 @@ type lookup[ID comparable] struct {
 	name   string // entity name: "<name>.by.<col>[+<col>…]"
 	fields []*schema.Field
 	ent    *cacheaside.Entity[ID]
-	// filter holds the key's values, for InsertIfAbsent; nil unless this
-	// is Options.UniqueKey and Options.Filter is set.
+	// filter holds the key's values, for GetBy (it is the entity's
+	// Policy.Filter) and InsertIfAbsent; nil without Options.Filter, and
+	// for a key of several columns that is not InsertIfAbsent's.
 	filter *bloom.Filter
 }
 
@@ -65,8 +66,6 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 		// it may be a unique index that GORM's tags do not declare.
 		sets = append([][]*schema.Field{want}, sets...)
 	}
-	pol := o.Policy
-	pol.Filter = nil // the primary-key filter knows nothing of these values
 	for _, fs := range sets {
 		if slices.ContainsFunc(c.lookups, func(l *lookup[ID]) bool { return sameFields(l.fields, fs) }) {
 			continue
@@ -75,12 +74,7 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 		for i, f := range fs {
 			names[i] = f.DBName
 		}
-		l := &lookup[ID]{name: c.name + ".by." + strings.Join(names, "+"), fields: fs}
-		var err error
-		if l.ent, err = cacheaside.NewEntity[ID](cache, l.name, pol); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-		}
-		c.lookups = append(c.lookups, l)
+		c.lookups = append(c.lookups, &lookup[ID]{name: c.name + ".by." + strings.Join(names, "+"), fields: fs})
 	}
 
 	switch {
@@ -93,10 +87,18 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 	default:
 		c.uniqErr = fmt.Errorf("%w: model %s has %d unique indexes; set Options.UniqueKey to choose one", ErrNoUniqueKey, c.sch.Name, len(c.lookups))
 	}
-	if want != nil && o.Filter != nil {
+	for _, l := range c.lookups {
+		pol := o.Policy
+		pol.Filter = nil // the primary-key filter knows nothing of these values
+		if err := c.initLookupFilter(l, o); err != nil {
+			return err
+		}
+		if l.filter != nil {
+			pol.Filter = l.filter
+		}
 		var err error
-		if c.uniq.filter, err = bloom.New(o.FilterClient, c.uniq.name, *o.Filter); err != nil {
-			return fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
+		if l.ent, err = cacheaside.NewEntity[ID](cache, l.name, pol); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 	}
 	return nil

@@ -22,9 +22,11 @@ type Options struct {
 
 	// Filter, when set, sizes the Bloom filters the repository creates:
 	// one over primary keys, named Name and used as the Policy's Filter,
-	// and, when UniqueKey is set too, one over the unique key's values for
-	// InsertIfAbsent, named Name + ".by." + the key's columns joined by
-	// "+". Its Namespace should match the Cache's. Default nil: no filter.
+	// and one over the values of each single-column unique key (which GetBy
+	// consults) and of InsertIfAbsent's key, named Name + ".by." + the
+	// key's columns joined by "+" (see FilterBy). Fill them with
+	// WarmFilter when the table has rows. Its Namespace should match the
+	// Cache's. Default nil: no filter.
 	Filter *bloom.Options
 
 	// FilterClient is the Redis client the Bloom filters live on. Bloom

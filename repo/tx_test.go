@@ -233,14 +233,17 @@ func TestTransaction_bulkUpkeepIsMerged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The primary-key filter, the entity, the email mapping: three
-	// targets, one pipeline each.
-	if trips := e.cmds.roundTrips(); trips != 3 {
-		t.Fatalf("%d writes cost %d round trips after the commit, want 3: %v", n, trips, e.cmds.tripLog)
+	// The primary-key filter, the email filter, the entity, the email
+	// mapping: four targets, one pipeline each.
+	if trips := e.cmds.roundTrips(); trips != 4 {
+		t.Fatalf("%d writes cost %d round trips after the commit, want 4: %v", n, trips, e.cmds.tripLog)
 	}
 	for _, u := range created {
 		if ok, err := users.Filter().MightContain(ctx, fmt.Sprint(u.ID)); !ok || err != nil {
 			t.Fatalf("created id %d not in the filter: %v", u.ID, err)
+		}
+		if ok, err := users.FilterBy("email").MightContain(ctx, u.Email); !ok || err != nil {
+			t.Fatalf("created email %s not in the filter: %v", u.Email, err)
 		}
 	}
 	got, err := users.GetMany(ctx, []int64{created[0].ID, created[n-1].ID})

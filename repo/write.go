@@ -169,31 +169,23 @@ func (r *Repository[T, ID]) oldKeys(ctx context.Context, id ID) (old []oldKey, f
 	if len(r.c.lookups) == 0 {
 		return old, false, nil
 	}
-	cols := []string{r.c.pk.DBName}
-	for _, l := range r.c.lookups {
-		for _, f := range l.fields {
-			cols = append(cols, f.DBName)
-		}
-	}
 	var rows []T
-	if err := r.conn(ctx).Select(cols).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
+	if err := r.conn(ctx).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
 		return nil, false, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
 	}
 	if len(rows) == 0 {
 		return old, false, nil
 	}
-	rv := reflect.ValueOf(&rows[0]).Elem()
-	for i, l := range r.c.lookups {
-		if old[i].key, old[i].ok, err = l.key(ctx, rv); err != nil {
-			return nil, false, err
-		}
+	if old, err = r.c.oldKeysOf(ctx, &rows[0]); err != nil {
+		return nil, false, err
 	}
 	return old, true, nil
 }
 
 // upkeep queues (or runs) what follows a write of row: with add, adding it
-// to the filters; then invalidating its id, and the mappings of every
-// unique key whose value changed from old (nil: no previous row).
+// to the filters (and, add or not, a unique key's new value to its
+// filter); then invalidating its id, and the mappings of every unique key
+// whose value changed from old (nil: no previous row).
 func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, add bool) error {
 	c := r.c
 	_, key, err := r.keyOfRow(ctx, row, "write")
@@ -205,11 +197,6 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 	if add && c.filter != nil {
 		u.add(c.filter, c.name, key)
 	}
-	if l := c.uniq; add && l != nil && l.filter != nil {
-		if uk, ok, err := l.key(ctx, rv); err == nil && ok {
-			u.add(l.filter, l.name, uk)
-		}
-	}
 	u.invalidate(c.ent, key)
 	for i, l := range c.lookups {
 		nk, hasNew, err := l.key(ctx, rv)
@@ -219,6 +206,9 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, ad
 		var was oldKey
 		if old != nil {
 			was = old[i]
+		}
+		if l.filter != nil && hasNew && (add || !was.ok || was.key != nk) {
+			u.add(l.filter, l.name, nk)
 		}
 		hasNew = hasNew && l.cacheable(nk)
 		was.ok = was.ok && l.cacheable(was.key)

@@ -14,10 +14,14 @@
 //	sliding log    NewSlidingLog      sorted set of timestamps   O(limit)
 //	sliding window NewSlidingWindow   hash: two counters         O(1)
 //	GCRA           NewGCRA            theoretical arrival time   O(1)
+//	  token bucket NewTokenBucket     (the same limiter as GCRA)
 //	funnel         NewFunnel          hash: level and timestamp  O(1)
+//	  leaky bucket NewLeakyBucket     (the same limiter as funnel)
 //	concurrency    NewConcurrency     sorted set of leases       O(limit)
 //
-// The first five implement Limiter. The concurrency limiter counts calls in
+// The first five implement Limiter. TokenBucket and LeakyBucket are the
+// names the field gives GCRA and Funnel: aliases of their configurations,
+// and constructors that return the same limiters (sharing their keys). The concurrency limiter counts calls in
 // flight rather than calls per unit of time, so it hands out leases instead:
 // see Semaphore.
 //
@@ -31,6 +35,9 @@
 // Each script touches that one key, so every limiter runs on Redis Cluster. Limiters of the same algorithm,
 // namespace and key share their state, whatever their configuration: give
 // limiters with different limits different keys or namespaces.
+//
+// Package httplimit puts a Limiter in front of a net/http handler (client
+// IP keys, 429 with Retry-After, the IETF RateLimit header fields).
 //
 // # Choosing one
 //

@@ -162,3 +162,56 @@ func ExampleOptions_failOpen() {
 	// fail closed: allowed = false error = true
 	// fail open:   allowed = true error = true
 }
+
+func ExampleNewTokenBucket() {
+	rdb := exampleClient()
+	defer rdb.Close()
+	ctx := context.Background()
+
+	// A bucket of 3 tokens refilled at 1 per second: a burst of 3, then 1/s.
+	lim, err := limit.NewTokenBucket(rdb, limit.TokenBucket{Rate: limit.PerSecond(1), Burst: 3}, nil)
+	if err != nil {
+		panic(err)
+	}
+	key := unique("example:upload:")
+	defer lim.Reset(ctx, key)
+
+	for range 4 {
+		res, err := lim.Allow(ctx, key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d\n", res.Allowed, res.Remaining)
+	}
+	// Output:
+	// allowed=true remaining=2
+	// allowed=true remaining=1
+	// allowed=true remaining=0
+	// allowed=false remaining=0
+}
+
+func ExampleNewLeakyBucket() {
+	rdb := exampleClient()
+	defer rdb.Close()
+	ctx := context.Background()
+
+	// A bucket holding 2 calls that leaks 1 per second.
+	lim, err := limit.NewLeakyBucket(rdb, limit.LeakyBucket{Capacity: 2, Leak: limit.PerSecond(1)}, nil)
+	if err != nil {
+		panic(err)
+	}
+	key := unique("example:webhook:")
+	defer lim.Reset(ctx, key)
+
+	for range 3 {
+		res, err := lim.Allow(ctx, key)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v retry within 1s=%v\n", res.Allowed, res.RetryAfter > 0 && res.RetryAfter <= time.Second)
+	}
+	// Output:
+	// allowed=true retry within 1s=false
+	// allowed=true retry within 1s=false
+	// allowed=false retry within 1s=true
+}
