@@ -8,23 +8,23 @@ STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
 .PHONY: all test stress-test demo bench gobench peers cover lint fmt
 
+# The repository's modules: the library, then the ones that carry heavy
+# dependencies so that the library's users do not (asidebench, the
+# Prometheus collectors, the peer comparison).
+MODULES := . benchmarks metrics benchmarks/peers
+
 all: lint test
 
 ## test: every test with the race detector, against the backends that
 ## testcontainers finds (environment, Docker, or binaries on PATH).
-## The peer comparison is a module of its own (benchmarks/peers): its tests
-## run too, so the adapters to go-zero, rockscache, jetcache-go and
-## go-redis/cache are checked on every change.
-## Both modules run even when the first fails; make exits non-zero if
-## either failed.
+## Every module in MODULES is tested (the peer comparison too, so the
+## adapters to go-zero, rockscache, jetcache-go and go-redis/cache are checked
+## on every change); a failing module does not stop the others, and the target
+## fails if any did.
 test:
-	@rc=0; \
-	echo "$(GO) test -race -count=1 -timeout 30m ./..."; \
-	$(GO) test -race -count=1 -timeout 30m ./... || rc=1; \
-	echo "cd benchmarks/peers && $(GO) test -race -count=1 -timeout 15m ./..."; \
-	(cd benchmarks/peers && $(GO) test -race -count=1 -timeout 15m ./...) || rc=1; \
-	if [ $$rc -ne 0 ]; then echo "test: FAILED (see above)"; fi; \
-	exit $$rc
+	@status=0; for m in $(MODULES); do \
+		echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) || status=1; \
+	done; exit $$status
 
 ## stress-test: the timing-sensitive packages, STRESS_COUNT times each, while
 ## internal/cmd/burner keeps every core busy (one spinner per core; killed
@@ -44,7 +44,7 @@ stress-test:
 ## (in-process miniredis with wall-clock TTLs + SQLite): no server needed.
 ## Counts are faithful there; latencies are not representative.
 demo:
-	$(GO) run ./benchmarks/cmd/asidebench -embedded -quick all
+	cd benchmarks && $(GO) run ./cmd/asidebench -embedded -quick all
 
 ## bench: asidebench, every scenario, on the real servers named by
 ## ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS);
@@ -55,7 +55,7 @@ bench:
 	@test -n "$$ASIDEKIT_POSTGRES_DSN" && test -n "$$ASIDEKIT_REDIS_ADDR$$ASIDEKIT_REDIS_CLUSTER_ADDRS" || \
 		{ echo "bench: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS)"; exit 2; }
 	mkdir -p out/bench
-	$(GO) run ./benchmarks/cmd/asidebench $(BENCHFLAGS) -json out/bench/results.json -out out/bench all
+	cd benchmarks && $(GO) run ./cmd/asidebench $(BENCHFLAGS) -json $(CURDIR)/out/bench/results.json -out $(CURDIR)/out/bench all
 
 ## peers: asidekit side by side with go-zero's cache, rockscache, jetcache-go
 ## and go-redis/cache (the separate module benchmarks/peers) on the real servers
@@ -72,7 +72,9 @@ peers:
 ## gobench: the packages' Go benchmarks (each against its baseline) on the
 ## real servers.
 gobench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+	@status=0; for m in $(MODULES); do \
+		(cd $$m && $(GO) test -run '^$$$$' -bench . -benchmem -timeout 30m ./...) || status=1; \
+	done; exit $$status
 
 ## cover: tests with coverage; writes coverage.out and prints a summary.
 cover:
@@ -80,11 +82,11 @@ cover:
 	$(GO) tool cover -func=coverage.out | tail -n 1
 
 ## lint: go vet and staticcheck at a pinned version, fetched on first use, on
-## both modules; gofmt on every tracked Go file.
+## every module; gofmt on every tracked Go file.
 lint: $(STATICCHECK)
-	$(GO) vet ./...
-	$(STATICCHECK) ./...
-	cd benchmarks/peers && $(GO) vet ./... && $(STATICCHECK) ./...
+	@status=0; for m in $(MODULES); do \
+		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || status=1; \
+	done; exit $$status
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 
 $(STATICCHECK):

@@ -9,8 +9,8 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // ErrOverloaded is what a Subject returns, wrapped or not, when it refused
@@ -32,7 +32,7 @@ type Warmer interface {
 // repoSubject reads users through a repo.Repository, as a service does.
 type repoSubject struct {
 	cache *cacheaside.Cache
-	users *repo.Repository[schema.User, int64]
+	users *repo.Repository[sample.User, int64]
 }
 
 func (s *repoSubject) Get(ctx context.Context, id int64) (Value, error) {
@@ -51,7 +51,7 @@ func (s *repoSubject) Warm(ctx context.Context, ids []int64) error {
 
 func (s *repoSubject) Close() error { return s.cache.Close() }
 
-// repoVariant is an asidekit variant: a repo.Repository[schema.User, int64]
+// repoVariant is an asidekit variant: a repo.Repository[sample.User, int64]
 // over a cacheaside.Cache of the instance's client, with policy pol. With
 // filter set, the repository keeps a Bloom filter over the primary keys,
 // which instance 0 warms from the table.
@@ -76,7 +76,7 @@ func repoVariant(name, notes string, pol cacheaside.Policy, filter *bloom.Option
 				opts.Filter = &f
 				opts.FilterClient = s.Client
 			}
-			users, err := repo.New[schema.User, int64](s.Env.DB, cache, opts)
+			users, err := repo.New[sample.User, int64](s.Env.DB, cache, opts)
 			if err != nil {
 				_ = cache.Close()
 				return nil, err

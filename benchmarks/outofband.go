@@ -15,7 +15,7 @@ import (
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 )
 
 // Metrics of the outofband scenario.
@@ -119,14 +119,14 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 	}
 	ns := env.Sub("oob-" + name)
 	pol := cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute}
-	repos := make([]*repo.Repository[schema.User, int64], p.Instances)
+	repos := make([]*repo.Repository[sample.User, int64], p.Instances)
 	for i := range repos {
 		cache, err := cacheaside.New(env.NewClient(), &cacheaside.Options{Namespace: ns})
 		if err != nil {
 			return row, err
 		}
 		defer cache.Close()
-		repos[i], err = repo.New[schema.User, int64](env.DB, cache, repo.Options{Policy: pol,
+		repos[i], err = repo.New[sample.User, int64](env.DB, cache, repo.Options{Policy: pol,
 			Filter: &bloom.Options{Namespace: ns, Capacity: int64(20 * keys), FalsePositiveRate: 0.001}})
 		if err != nil {
 			return row, err
@@ -218,7 +218,7 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 // oobWriteAll runs the writer at p.Rate while one follower per process
 // reads the written rows until it sees each write's new state (or Cap
 // passes). At write number killAt it calls kill.
-func oobWriteAll(ctx context.Context, env *Env, p OutOfBandParams, repos []*repo.Repository[schema.User, int64], writes []*oobWrite, killAt int, kill func() error) error {
+func oobWriteAll(ctx context.Context, env *Env, p OutOfBandParams, repos []*repo.Repository[sample.User, int64], writes []*oobWrite, killAt int, kill func() error) error {
 	feeds := make([]chan *oobWrite, len(repos))
 	var wg sync.WaitGroup
 	for i, r := range repos {
@@ -269,7 +269,7 @@ func oobWriteAll(ctx context.Context, env *Env, p OutOfBandParams, repos []*repo
 
 // oobFollow reads, through process i's repository, every pending write's
 // row in one GetMany per round until it shows the write.
-func oobFollow(ctx context.Context, r *repo.Repository[schema.User, int64], i int, feed <-chan *oobWrite, capAge time.Duration) {
+func oobFollow(ctx context.Context, r *repo.Repository[sample.User, int64], i int, feed <-chan *oobWrite, capAge time.Duration) {
 	var pending []*oobWrite
 	open := true
 	for open || len(pending) > 0 {
@@ -320,7 +320,7 @@ func oobFollow(ctx context.Context, r *repo.Repository[schema.User, int64], i in
 
 // oobFinish waits one second after the last write, then counts the rows
 // some process still reads stale, and fills the row's metrics.
-func oobFinish(ctx context.Context, repos []*repo.Repository[schema.User, int64], writes []*oobWrite, row Row, lost bool) (Row, error) {
+func oobFinish(ctx context.Context, repos []*repo.Repository[sample.User, int64], writes []*oobWrite, row Row, lost bool) (Row, error) {
 	time.Sleep(time.Second)
 	ids := make([]int64, len(writes))
 	for i, w := range writes {

@@ -10,12 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 )
 
 // Value is the row every workload reads and caches: a user of the sample
 // schema. Its JSON is about 200 bytes for the rows the workloads create.
-type Value = schema.User
+type Value = sample.User
 
 // ErrNotFound is what a Subject and a Loader return, wrapped or not, for an
 // id that has no row. A Subject maps its library's own "absent" answer to it.

@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // coupon is soft-deleted, with a primary key chosen by the caller.
@@ -230,7 +230,7 @@ func TestRepository_badInput_deadDB(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	users := e.users(t, repo.Options{})
-	u := schema.User{Email: "alive@example.com", Name: "Alive"}
+	u := sample.User{Email: "alive@example.com", Name: "Alive"}
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestRepository_badInput_deadDB(t *testing.T) {
 	sqlDB, _ := dead.DB()
 	_ = sqlDB.Close()
 	// The same entity as users: anything it cached, users would read.
-	du, err := repo.New[schema.User, int64](dead, e.cache, repo.Options{})
+	du, err := repo.New[sample.User, int64](dead, e.cache, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,12 +255,12 @@ func TestRepository_badInput_deadDB(t *testing.T) {
 		{"GetMany", func() error { _, err := du.GetMany(ctx, []int64{u.ID, missing}); return err }},
 		{"GetBy", func() error { _, err := du.GetBy(ctx, "email", u.Email); return err }},
 		{"Exists", func() error { _, err := du.Exists(ctx, missing); return err }},
-		{"Create", func() error { return du.Create(ctx, &schema.User{Email: "new@example.com", Name: "N"}) }},
-		{"Put", func() error { return du.Put(ctx, &schema.User{ID: u.ID, Email: u.Email, Name: "Put"}) }},
-		{"Update", func() error { return du.Update(ctx, &schema.User{ID: u.ID, Email: u.Email, Name: "Upd"}) }},
+		{"Create", func() error { return du.Create(ctx, &sample.User{Email: "new@example.com", Name: "N"}) }},
+		{"Put", func() error { return du.Put(ctx, &sample.User{ID: u.ID, Email: u.Email, Name: "Put"}) }},
+		{"Update", func() error { return du.Update(ctx, &sample.User{ID: u.ID, Email: u.Email, Name: "Upd"}) }},
 		{"Delete", func() error { return du.Delete(ctx, u.ID) }},
 		{"InsertIfAbsent", func() error {
-			_, err := du.InsertIfAbsent(ctx, &schema.User{Email: "x@example.com", Name: "X"})
+			_, err := du.InsertIfAbsent(ctx, &sample.User{Email: "x@example.com", Name: "X"})
 			return err
 		}},
 		{"Transaction", func() error { return repo.Transaction(ctx, dead, func(*repo.Tx) error { return nil }) }},
@@ -288,13 +288,13 @@ func TestRepository_badInput_deadRedis(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[schema.User, int64](e.db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a, b := schema.User{Email: "a@example.com", Name: "A"}, schema.User{Email: "b@example.com", Name: "B"}
-	for _, u := range []*schema.User{&a, &b} {
+	a, b := sample.User{Email: "a@example.com", Name: "A"}, sample.User{Email: "b@example.com", Name: "B"}
+	for _, u := range []*sample.User{&a, &b} {
 		if err := users.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +309,7 @@ func TestRepository_badInput_deadRedis(t *testing.T) {
 	if err := users.Delete(ctx, a.ID); !errors.Is(err, repo.ErrAfterCommit) {
 		t.Fatalf("Delete with Redis down = %v, want ErrAfterCommit", err)
 	}
-	if n := countRows[schema.User](t, e.db, "id", a.ID); n != 0 {
+	if n := countRows[sample.User](t, e.db, "id", a.ID); n != 0 {
 		t.Fatal("the row was not deleted")
 	}
 	if _, err := users.Get(ctx, a.ID); !errors.Is(err, repo.ErrNotFound) {

@@ -5,26 +5,26 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-func benchUsers(b *testing.B, n int) (*repo.Repository[schema.User, int64], []int64) {
+func benchUsers(b *testing.B, n int) (*repo.Repository[sample.User, int64], []int64) {
 	b.Helper()
 	pg := testcontainers.Postgres(b)
-	if err := schema.Migrate(pg.DB); err != nil {
+	if err := sample.Migrate(pg.DB); err != nil {
 		b.Fatal(err)
 	}
 	rn := testcontainers.Redis(b)
 	cache := newCacheOn(b, rn.Client, rn.Namespace)
-	users, err := repo.New[schema.User, int64](pg.DB, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](pg.DB, cache, repo.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rows := make([]schema.User, n)
+	rows := make([]sample.User, n)
 	for i := range rows {
-		rows[i] = schema.User{Email: fmt.Sprintf("b%d@example.com", i), Name: "Bench"}
+		rows[i] = sample.User{Email: fmt.Sprintf("b%d@example.com", i), Name: "Bench"}
 	}
 	if err := pg.DB.Create(&rows).Error; err != nil {
 		b.Fatal(err)

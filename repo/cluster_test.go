@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -15,16 +15,16 @@ import (
 func TestRepository_cluster(t *testing.T) {
 	t.Parallel()
 	pg := testcontainers.Postgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
+	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}
 	rc := testcontainers.RedisCluster(t)
 	e := newEnvOn(t, pg.DB, rc.Client, rc.Namespace)
 	users := e.users(t, repo.Options{Filter: e.filterOptions(1000)})
 	ctx := context.Background()
-	rows := make([]schema.User, 50)
+	rows := make([]sample.User, 50)
 	for i := range rows {
-		rows[i] = schema.User{Email: fmt.Sprintf("k%d@example.com", i), Name: "K"}
+		rows[i] = sample.User{Email: fmt.Sprintf("k%d@example.com", i), Name: "K"}
 	}
 	if err := pg.DB.Create(&rows).Error; err != nil {
 		t.Fatal(err)

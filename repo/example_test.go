@@ -17,12 +17,11 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // exampleSetup connects to Redis at $ASIDEKIT_REDIS_ADDR (127.0.0.1:6379
 // by default) under a fresh namespace, and opens an in-memory SQLite
-// database with the sample schema. cleanup removes the namespace's keys.
+// database with the users and listings tables. cleanup removes the namespace's keys.
 func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns string, cleanup func()) {
 	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
 	if addr == "" {
@@ -40,7 +39,7 @@ func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns
 	if err != nil {
 		panic(err)
 	}
-	if err := schema.Migrate(db); err != nil {
+	if err := db.AutoMigrate(&User{}, &Listing{}); err != nil {
 		panic(err)
 	}
 	return db, rdb, cache, ns, func() {
@@ -57,18 +56,36 @@ func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns
 	}
 }
 
+// User is an application's account model: a primary key, a unique email.
+type User struct {
+	ID        int64     `gorm:"primaryKey" json:"id"`
+	Email     string    `gorm:"size:320;not null;uniqueIndex" json:"email"`
+	Name      string    `gorm:"size:200;not null" json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Listing is a rental listing, unique by address and room.
+type Listing struct {
+	ID        int64     `gorm:"primaryKey" json:"id"`
+	Address   string    `gorm:"size:500;not null;uniqueIndex:idx_listing_address_room,priority:1" json:"address"`
+	Room      string    `gorm:"size:50;not null;uniqueIndex:idx_listing_address_room,priority:2" json:"room"`
+	Rent      int64     `gorm:"not null" json:"rent"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 func Example() {
 	db, _, cache, _, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
 
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+	users, err := repo.New[User, int64](db, cache, repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute},
 	})
 	if err != nil {
 		panic(err)
 	}
-	u := schema.User{Email: "ada@example.com", Name: "Ada Lovelace"}
+	u := User{Email: "ada@example.com", Name: "Ada Lovelace"}
 	if err := users.Create(ctx, &u); err != nil {
 		panic(err)
 	}
@@ -95,11 +112,11 @@ func ExampleTransaction() {
 	db, _, cache, _, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{})
+	users, err := repo.New[User, int64](db, cache, repo.Options{})
 	if err != nil {
 		panic(err)
 	}
-	u := schema.User{Email: "grace@example.com", Name: "Grace"}
+	u := User{Email: "grace@example.com", Name: "Grace"}
 	if err := users.Create(ctx, &u); err != nil {
 		panic(err)
 	}
@@ -122,14 +139,14 @@ func ExampleRepository_InsertIfAbsent() {
 	db, _, cache, ns, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	listings, err := repo.New[schema.Listing, int64](db, cache, repo.Options{
+	listings, err := repo.New[Listing, int64](db, cache, repo.Options{
 		Filter:    &bloom.Options{Namespace: ns, Capacity: 100_000, FalsePositiveRate: 0.01},
 		UniqueKey: []string{"address", "room"},
 	})
 	if err != nil {
 		panic(err)
 	}
-	for _, l := range []schema.Listing{
+	for _, l := range []Listing{
 		{Address: "1 Main St", Room: "2B", Rent: 120000},
 		{Address: "1 Main St", Room: "3A", Rent: 95000},
 		{Address: "1 Main St", Room: "2B", Rent: 110000}, // the same flat again
@@ -150,11 +167,11 @@ func ExampleRepository_GetBy() {
 	db, _, cache, _, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{})
+	users, err := repo.New[User, int64](db, cache, repo.Options{})
 	if err != nil {
 		panic(err)
 	}
-	u := schema.User{Email: "alan@example.com", Name: "Alan Turing"}
+	u := User{Email: "alan@example.com", Name: "Alan Turing"}
 	if err := users.Create(ctx, &u); err != nil {
 		panic(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // seedUsers inserts n users straight into the database, in one statement
@@ -23,7 +23,7 @@ func seedUsers(t *testing.T, e *env, n int) []int64 {
 		t.Fatal(err)
 	}
 	var ids []int64
-	if err := e.db.Model(&schema.User{}).Order("id").Pluck("id", &ids).Error; err != nil {
+	if err := e.db.Model(&sample.User{}).Order("id").Pluck("id", &ids).Error; err != nil {
 		t.Fatal(err)
 	}
 	if len(ids) != n {
@@ -34,7 +34,7 @@ func seedUsers(t *testing.T, e *env, n int) []int64 {
 
 // readAll calls Get for every id from 8 goroutines and returns how many
 // answered ErrNotFound; any other error fails the test.
-func readAll(t *testing.T, users *repo.Repository[schema.User, int64], ids []int64) (notFound int) {
+func readAll(t *testing.T, users *repo.Repository[sample.User, int64], ids []int64) (notFound int) {
 	t.Helper()
 	const workers = 8
 	var mu sync.Mutex
@@ -164,7 +164,7 @@ func TestRebuildFilter_dropsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := ids[:n/2]
-	if err := e.db.Where("id IN ?", deleted).Delete(&schema.User{}).Error; err != nil {
+	if err := e.db.Where("id IN ?", deleted).Delete(&sample.User{}).Error; err != nil {
 		t.Fatal(err)
 	}
 	f := users.Filter()
@@ -218,7 +218,7 @@ func TestRebuildFilter_dropsDeleted(t *testing.T) {
 func TestWarmFilter_uniqueKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	rows := make([]schema.Listing, 50)
+	rows := make([]sample.Listing, 50)
 	for i := range rows {
 		rows[i] = listing(i)
 	}

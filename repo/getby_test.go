@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 func TestRepository_GetBy(t *testing.T) {
@@ -14,7 +14,7 @@ func TestRepository_GetBy(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	u := schema.User{Email: "grace@example.com", Name: "Grace"}
+	u := sample.User{Email: "grace@example.com", Name: "Grace"}
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestRepository_GetBy_staleMapping(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	a := schema.User{Email: "a@example.com", Name: "A"}
+	a := sample.User{Email: "a@example.com", Name: "A"}
 	if err := users.Create(ctx, &a); err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +105,10 @@ func TestRepository_GetBy_staleMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Behind the repository's back: a's email changes, b takes the old one.
-	if err := e.db.Model(&schema.User{}).Where("id = ?", a.ID).Update("email", "a2@example.com").Error; err != nil {
+	if err := e.db.Model(&sample.User{}).Where("id = ?", a.ID).Update("email", "a2@example.com").Error; err != nil {
 		t.Fatal(err)
 	}
-	b := schema.User{Email: "a@example.com", Name: "B"}
+	b := sample.User{Email: "a@example.com", Name: "B"}
 	if err := e.db.Create(&b).Error; err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -35,7 +35,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	pg := testcontainers.Postgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
+	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}
 	rn := testcontainers.Redis(t)
@@ -62,24 +62,24 @@ func (e *env) filterOptions(capacity int64) *bloom.Options {
 	return &bloom.Options{Namespace: e.ns, Capacity: capacity, FalsePositiveRate: 0.01}
 }
 
-func (e *env) users(t *testing.T, o repo.Options) *repo.Repository[schema.User, int64] {
+func (e *env) users(t *testing.T, o repo.Options) *repo.Repository[sample.User, int64] {
 	t.Helper()
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[schema.User, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.User, int64](e.db, e.cache, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func (e *env) listings(t *testing.T, o repo.Options) *repo.Repository[schema.Listing, int64] {
+func (e *env) listings(t *testing.T, o repo.Options) *repo.Repository[sample.Listing, int64] {
 	t.Helper()
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[schema.Listing, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.Listing, int64](e.db, e.cache, o)
 	if err != nil {
 		t.Fatal(err)
 	}

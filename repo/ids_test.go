@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // deviceID is a uuid-like id: 16 bytes, text through MarshalText.
@@ -176,25 +176,25 @@ func TestNew_badModelOrOptions(t *testing.T) {
 	}
 	_, err := repo.New[pair, int64](e.db, e.cache, repo.Options{})
 	check("composite primary key", err)
-	_, err = repo.New[schema.User, string](e.db, e.cache, repo.Options{})
+	_, err = repo.New[sample.User, string](e.db, e.cache, repo.Options{})
 	check("ID type other than the key's", err)
-	_, err = repo.New[schema.User, int64](nil, e.cache, repo.Options{})
+	_, err = repo.New[sample.User, int64](nil, e.cache, repo.Options{})
 	check("nil db", err)
-	_, err = repo.New[schema.User, int64](e.db, nil, repo.Options{})
+	_, err = repo.New[sample.User, int64](e.db, nil, repo.Options{})
 	check("nil cache", err)
-	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{BatchSize: -1})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{BatchSize: -1})
 	check("negative BatchSize", err)
-	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{
+	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{
 		Filter: e.filterOptions(10), FilterClient: e.rdb,
 		Policy: cacheaside.Policy{Filter: noFilter{}},
 	})
 	check("Filter and Policy.Filter", err)
-	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{Filter: e.filterOptions(0), FilterClient: e.rdb})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{Filter: e.filterOptions(0), FilterClient: e.rdb})
 	check("bad bloom options", err)
-	_, err = repo.New[schema.User, int64](e.db, e.cache, repo.Options{Policy: cacheaside.Policy{TTL: -1}})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{Policy: cacheaside.Policy{TTL: -1}})
 	check("bad policy", err)
 
-	users, err := repo.New[schema.User, int64](e.db, e.cache, repo.Options{Name: "people"})
+	users, err := repo.New[sample.User, int64](e.db, e.cache, repo.Options{Name: "people"})
 	if err != nil {
 		t.Fatal(err)
 	}

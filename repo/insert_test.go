@@ -9,12 +9,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
-func listing(i int) schema.Listing {
-	return schema.Listing{Address: fmt.Sprintf("%d Main St", i/4), Room: fmt.Sprintf("R%d", i%4), Rent: int64(1000 + i)}
+func listing(i int) sample.Listing {
+	return sample.Listing{Address: fmt.Sprintf("%d Main St", i/4), Room: fmt.Sprintf("R%d", i%4), Rent: int64(1000 + i)}
 }
 
 // 8 goroutines insert the same 1,000 listings concurrently, each in its
@@ -70,7 +70,7 @@ func TestInsertIfAbsent_concurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rows int64
-			if err := e.db.Model(&schema.Listing{}).Count(&rows).Error; err != nil {
+			if err := e.db.Model(&sample.Listing{}).Count(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
 			if rows != int64(n) || inserted.Load() != int64(n) {
@@ -123,7 +123,7 @@ func TestInsertIfAbsent_definitelyNew_noRead(t *testing.T) {
 	if ok, err := listings.InsertIfAbsent(ctx, &l); ok || err != nil {
 		t.Fatalf("duplicate: %v, %v", ok, err)
 	}
-	var first schema.Listing
+	var first sample.Listing
 	e.db.Where("address = ? AND room = ?", l.Address, l.Room).First(&first)
 	got, err := listings.Get(ctx, first.ID)
 	if err != nil || got.Rent != first.Rent {

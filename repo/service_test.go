@@ -12,8 +12,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // isNotFound checks that err matches all three not-found sentinels.
@@ -33,7 +33,7 @@ func TestRepository_sampleService(t *testing.T) {
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
 
-	u := schema.User{Email: "ada@example.com", Name: "Ada"}
+	u := sample.User{Email: "ada@example.com", Name: "Ada"}
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +109,9 @@ func TestRepository_sampleService(t *testing.T) {
 	isNotFound(t, users.Delete(ctx, u.ID))
 
 	// GetMany of 100 ids, 30 of them cached: one MGET, one SELECT.
-	batch := make([]schema.User, 100)
+	batch := make([]sample.User, 100)
 	for i := range batch {
-		batch[i] = schema.User{Email: fmt.Sprintf("u%d@example.com", i), Name: fmt.Sprintf("User %d", i)}
+		batch[i] = sample.User{Email: fmt.Sprintf("u%d@example.com", i), Name: fmt.Sprintf("User %d", i)}
 	}
 	if err := e.db.Create(&batch).Error; err != nil {
 		t.Fatal(err)
@@ -159,9 +159,9 @@ func TestRepository_GetMany_absentAndDuplicates(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	a := schema.User{Email: "a@example.com", Name: "A"}
-	b := schema.User{Email: "b@example.com", Name: "B"}
-	for _, u := range []*schema.User{&a, &b} {
+	a := sample.User{Email: "a@example.com", Name: "A"}
+	b := sample.User{Email: "b@example.com", Name: "B"}
+	for _, u := range []*sample.User{&a, &b} {
 		if err := users.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -209,9 +209,9 @@ func TestRepository_GetMany_chunked(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{BatchSize: 40})
 	ctx := context.Background()
-	batch := make([]schema.User, 100)
+	batch := make([]sample.User, 100)
 	for i := range batch {
-		batch[i] = schema.User{Email: fmt.Sprintf("c%d@example.com", i), Name: "C"}
+		batch[i] = sample.User{Email: fmt.Sprintf("c%d@example.com", i), Name: "C"}
 	}
 	if err := e.db.Create(&batch).Error; err != nil {
 		t.Fatal(err)
@@ -241,13 +241,13 @@ func TestRepository_Update_absent(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	ghost := schema.User{ID: 424242, Email: "ghost@example.com", Name: "G"}
+	ghost := sample.User{ID: 424242, Email: "ghost@example.com", Name: "G"}
 	isNotFound(t, users.Update(ctx, &ghost))
 	var n int64
-	if err := e.db.Model(&schema.User{}).Count(&n).Error; err != nil || n != 0 {
+	if err := e.db.Model(&sample.User{}).Count(&n).Error; err != nil || n != 0 {
 		t.Fatalf("Update of an absent row inserted it: %d rows, %v", n, err)
 	}
-	if err := users.Update(ctx, &schema.User{Name: "no id"}); !errors.Is(err, repo.ErrInvalidID) {
+	if err := users.Update(ctx, &sample.User{Name: "no id"}); !errors.Is(err, repo.ErrInvalidID) {
 		t.Fatalf("Update without an id: %v", err)
 	}
 	if err := users.Create(ctx, nil); err == nil {
@@ -264,7 +264,7 @@ func TestRepository_Put(t *testing.T) {
 	// is cleared.
 	_, err := users.Get(ctx, 77)
 	isNotFound(t, err)
-	u := schema.User{ID: 77, Email: "p@example.com", Name: "P"}
+	u := sample.User{ID: 77, Email: "p@example.com", Name: "P"}
 	if err := users.Put(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestRepository_Put(t *testing.T) {
 		t.Fatalf("Get after second Put = %+v, %v", got, err)
 	}
 	var n int64
-	e.db.Model(&schema.User{}).Count(&n)
+	e.db.Model(&sample.User{}).Count(&n)
 	if n != 1 {
 		t.Fatalf("%d rows after two Puts of one id", n)
 	}
@@ -324,7 +324,7 @@ func TestRepository_Get_badInput(t *testing.T) {
 	}
 	sqlDB, _ := dead.DB()
 	_ = sqlDB.Close()
-	deadUsers, err := repo.New[schema.User, int64](dead, e.cache, repo.Options{Name: "deadusers"})
+	deadUsers, err := repo.New[sample.User, int64](dead, e.cache, repo.Options{Name: "deadusers"})
 	if err != nil {
 		t.Fatal(err)
 	}

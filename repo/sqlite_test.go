@@ -12,8 +12,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // The embedded backend of the demo: SQLite (pure Go) and miniredis. The
@@ -27,7 +27,7 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schema.Migrate(db); err != nil {
+	if err := sample.Migrate(db); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnvOn(t, db, rdb, "smoke")
@@ -36,7 +36,7 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	ctx := context.Background()
 
 	// Create, then read twice: the second read is a cache hit.
-	u := schema.User{Email: "ada@example.com", Name: "Ada"}
+	u := sample.User{Email: "ada@example.com", Name: "Ada"}
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	// A rolled-back transaction leaves nothing behind.
 	boom := errors.New("boom")
 	err = repo.Transaction(ctx, db, func(tx *repo.Tx) error {
-		v := schema.User{Email: "tx@example.com", Name: "Tx"}
+		v := sample.User{Email: "tx@example.com", Name: "Tx"}
 		if err := users.WithTx(tx).Create(ctx, &v); err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	// InsertIfAbsent de-duplicates on SQLite's ON CONFLICT too.
 	for round := range 2 {
 		for i := range 10 {
-			l := schema.Listing{Address: fmt.Sprintf("%d Elm St", i), Room: "1", Rent: 500}
+			l := sample.Listing{Address: fmt.Sprintf("%d Elm St", i), Room: "1", Rent: 500}
 			ok, err := listings.InsertIfAbsent(ctx, &l)
 			if err != nil || ok != (round == 0) {
 				t.Fatalf("round %d, listing %d: %v, %v", round, i, ok, err)
@@ -97,7 +97,7 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 		}
 	}
 	var n int64
-	db.Model(&schema.Listing{}).Count(&n)
+	db.Model(&sample.Listing{}).Count(&n)
 	if n != 10 {
 		t.Fatalf("%d listings, want 10", n)
 	}

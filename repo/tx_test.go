@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 func (e *env) userKey(id int64) string { return fmt.Sprintf("%s:{users:%d}", e.ns, id) }
@@ -29,7 +29,7 @@ func TestTransaction_rollbackCreate(t *testing.T) {
 	boom := errors.New("boom")
 	e.reset()
 	err := repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
-		u := schema.User{ID: id, Email: "r@example.com", Name: "R"}
+		u := sample.User{ID: id, Email: "r@example.com", Name: "R"}
 		if err := users.WithTx(tx).Create(ctx, &u); err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func TestTransaction_rollbackCreate(t *testing.T) {
 	_, err = users.Get(ctx, id)
 	isNotFound(t, err)
 	var n int64
-	e.db.Model(&schema.User{}).Count(&n)
+	e.db.Model(&sample.User{}).Count(&n)
 	if n != 0 {
 		t.Fatalf("%d rows after rollback", n)
 	}
@@ -65,7 +65,7 @@ func TestTransaction_rollbackCreate(t *testing.T) {
 			}
 		}()
 		_ = repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
-			u := schema.User{ID: id, Email: "p@example.com", Name: "P"}
+			u := sample.User{ID: id, Email: "p@example.com", Name: "P"}
 			if err := users.WithTx(tx).Create(ctx, &u); err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func TestTransaction_commitUpdate_invalidatesOnce(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	u := schema.User{Email: "c@example.com", Name: "Before"}
+	u := sample.User{Email: "c@example.com", Name: "Before"}
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +128,9 @@ func TestTx_Transaction_nested(t *testing.T) {
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()
-	a := schema.User{Email: "a@example.com", Name: "A"}
-	b := schema.User{Email: "b@example.com", Name: "B"}
-	for _, u := range []*schema.User{&a, &b} {
+	a := sample.User{Email: "a@example.com", Name: "A"}
+	b := sample.User{Email: "b@example.com", Name: "B"}
+	for _, u := range []*sample.User{&a, &b} {
 		if err := users.Create(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -179,19 +179,19 @@ func TestRepository_Create_redisDown(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[schema.User, int64](e.db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	srv.Stop()
-	u := schema.User{Email: "d@example.com", Name: "D"}
+	u := sample.User{Email: "d@example.com", Name: "D"}
 	err = users.Create(ctx, &u)
 	if !errors.Is(err, repo.ErrAfterCommit) {
 		t.Fatalf("Create with Redis down = %v, want ErrAfterCommit", err)
 	}
 	var n int64
-	e.db.Model(&schema.User{}).Where("id = ?", u.ID).Count(&n)
+	e.db.Model(&sample.User{}).Where("id = ?", u.ID).Count(&n)
 	if n != 1 {
 		t.Fatal("the row was not written")
 	}
@@ -209,18 +209,18 @@ func TestTransaction_bulkUpkeepIsMerged(t *testing.T) {
 	users := e.users(t, repo.Options{Filter: e.filterOptions(1000)})
 	ctx := context.Background()
 	const n = 100
-	created := make([]schema.User, n)
+	created := make([]sample.User, n)
 	// One write first loads the scripts of the commit path: a server that
 	// has just started (or is shared) may not have them cached yet, and a
 	// NOSCRIPT costs one more round trip that this test does not measure.
-	warm := schema.User{Email: "bulk-warm@example.com", Name: "Bulk"}
+	warm := sample.User{Email: "bulk-warm@example.com", Name: "Bulk"}
 	if err := repo.Transaction(ctx, e.db, func(tx *repo.Tx) error { return users.WithTx(tx).Create(ctx, &warm) }); err != nil {
 		t.Fatal(err)
 	}
 	e.reset()
 	err := repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
 		for i := range created {
-			created[i] = schema.User{Email: fmt.Sprintf("bulk%d@example.com", i), Name: "Bulk"}
+			created[i] = sample.User{Email: fmt.Sprintf("bulk%d@example.com", i), Name: "Bulk"}
 			if err := users.WithTx(tx).Create(ctx, &created[i]); err != nil {
 				return err
 			}

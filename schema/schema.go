@@ -1,7 +1,11 @@
-// Package schema holds the GORM models of asidekit's own tables and of a
-// small sample domain (users, rental listings, orders) used by the examples,
-// tests and benchmarks. Migrate creates them all with GORM's AutoMigrate, on
-// PostgreSQL and on SQLite.
+// Package schema holds the GORM models of asidekit's own tables:
+// asidekit_config (repo/configstore) and asidekit_seq_segments (seqgen).
+// Migrate creates them with GORM's AutoMigrate, on PostgreSQL and on SQLite.
+//
+// Migrate touches only those tables. It never creates an application table
+// and never alters a table whose name is not one of Models' table names, so
+// it is safe to run on a database that already holds the service's own
+// schema (an orders table, say).
 package schema
 
 import (
@@ -10,22 +14,14 @@ import (
 	"gorm.io/gorm"
 )
 
-// Models returns a new instance of every model Migrate creates: asidekit's
-// own tables first, then the sample domain.
+// Models returns a new instance of each of asidekit's own models, the
+// tables Migrate creates.
 func Models() []any {
-	return []any{
-		// asidekit's own tables.
-		&Config{},
-		&SeqSegment{},
-
-		// The sample domain.
-		&User{},
-		&Listing{},
-		&Order{},
-	}
+	return []any{&Config{}, &SeqSegment{}}
 }
 
-// Migrate creates or updates every table of Models with AutoMigrate.
+// Migrate creates or updates asidekit's own tables (Models) with
+// AutoMigrate, and nothing else.
 func Migrate(db *gorm.DB) error {
 	if err := db.AutoMigrate(Models()...); err != nil {
 		return fmt.Errorf("schema: migrate: %w", err)

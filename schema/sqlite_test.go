@@ -19,5 +19,5 @@ func TestMigrate_sqlite(t *testing.T) {
 	if err := schema.Migrate(db); err != nil {
 		t.Fatal(err)
 	}
-	checkUniqueIndexes(t, db)
+	checkOwnKeys(t, db)
 }

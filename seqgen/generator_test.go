@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/seqgen"
 	"github.com/asidekit/asidekit/testcontainers"
@@ -123,7 +124,7 @@ func TestGenerator_Next_seedFromBusinessTable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for _, s := range []string{"ORD2026112900007", "ORD2026112900041", "ORD2026113000099", "ORX2026112900500"} {
-		if err := e.pg.DB.Create(&schema.Order{Serial: s, UserID: 1, Amount: 1}).Error; err != nil {
+		if err := e.pg.DB.Create(&sample.Order{Serial: s, UserID: 1, Amount: 1}).Error; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,7 +300,7 @@ func TestGenerator_Next_ordersUniqueIndexNeverFires(t *testing.T) {
 			for i := 0; i < each; i++ {
 				serial, err := g.Next(context.Background(), "ORD")
 				if err == nil {
-					err = e.pg.DB.Create(&schema.Order{Serial: serial, UserID: int64(w), Amount: 100}).Error
+					err = e.pg.DB.Create(&sample.Order{Serial: serial, UserID: int64(w), Amount: 100}).Error
 				}
 				if err != nil {
 					errs <- err
@@ -314,7 +315,7 @@ func TestGenerator_Next_ordersUniqueIndexNeverFires(t *testing.T) {
 		t.Fatalf("creating an order: %v", err)
 	}
 	var n int64
-	if err := e.pg.DB.Model(&schema.Order{}).Distinct("serial").Count(&n).Error; err != nil {
+	if err := e.pg.DB.Model(&sample.Order{}).Distinct("serial").Count(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	if n != workers*each {
@@ -326,7 +327,7 @@ func TestGenerator_Next_redisCluster(t *testing.T) {
 	t.Parallel()
 	r := testcontainers.RedisCluster(t)
 	pg := testcontainers.Postgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
+	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}
 	g := newGen(t, r.Client, pg.DB, &seqgen.Options{Namespace: r.Namespace, Location: shanghai, Clock: fixedClock(noon), Segment: 10})

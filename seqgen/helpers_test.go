@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/seqgen"
 	"github.com/asidekit/asidekit/testcontainers"
@@ -42,7 +43,7 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{r: testcontainers.Redis(t), pg: testcontainers.Postgres(t)}
-	if err := schema.Migrate(e.pg.DB); err != nil {
+	if err := sample.Migrate(e.pg.DB); err != nil {
 		t.Fatal(err)
 	}
 	return e

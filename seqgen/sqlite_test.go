@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/seqgen"
 )
 
@@ -35,13 +35,13 @@ func TestGenerator_Next_sqliteMiniredis(t *testing.T) {
 	}
 	sqlDB.SetMaxOpenConns(1) // SQLite has one writer
 	t.Cleanup(func() { _ = sqlDB.Close() })
-	if err := schema.Migrate(db); err != nil {
+	if err := sample.Migrate(db); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Create(&schema.Order{Serial: "ORD2026112900041", UserID: 1, Amount: 1}).Error; err != nil {
+	if err := db.Create(&sample.Order{Serial: "ORD2026112900041", UserID: 1, Amount: 1}).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Create(&schema.Order{Serial: "ORD20261129100005", UserID: 1, Amount: 1}).Error; err != nil {
+	if err := db.Create(&sample.Order{Serial: "ORD20261129100005", UserID: 1, Amount: 1}).Error; err != nil {
 		t.Fatal(err) // a widened serial outranks the five-digit ones
 	}
 	g := newGen(t, rdb, db, &seqgen.Options{

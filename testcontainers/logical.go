@@ -36,7 +36,7 @@ func findLogicalPostgres() (string, Source, error) {
 		reasons = append(reasons, fmt.Sprintf("%s: wal_level %q (%v)", EnvPostgresDSN, level, err))
 	}
 	if err := dockerAvailable(); err == nil {
-		dsn, err := startPostgresDocker(logicalArgs...)
+		dsn, err := docker.startPostgres(logicalArgs...)
 		if err == nil {
 			return dsn, SourceDocker, nil
 		}

@@ -12,7 +12,7 @@ import (
 //	func TestMain(m *testing.M) { testcontainers.Main(m) }
 //
 // Without it, servers started from binaries still stop when the test binary
-// exits, and containers are reaped by testcontainers-go.
+// exits, but containers keep running until removed (see containerLabel).
 func Main(m *testing.M) {
 	code := m.Run()
 	stopAll()

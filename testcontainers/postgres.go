@@ -37,7 +37,7 @@ func findPostgres() (string, Source, error) {
 	}
 	var reasons []string
 	if err := dockerAvailable(); err == nil {
-		dsn, err := startPostgresDocker()
+		dsn, err := docker.startPostgres()
 		if err == nil {
 			return dsn, SourceDocker, nil
 		}

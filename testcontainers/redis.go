@@ -46,7 +46,7 @@ func findRedis() ([]string, Source, error) {
 	}
 	var reasons []string
 	if err := dockerAvailable(); err == nil {
-		addr, err := startRedisDocker()
+		addr, err := docker.startRedis()
 		if err == nil {
 			return []string{addr}, SourceDocker, nil
 		}
@@ -68,7 +68,7 @@ func findRedisCluster() ([]string, Source, error) {
 	}
 	var reasons []string
 	if err := dockerAvailable(); err == nil {
-		addrs, err := startRedisClusterDocker()
+		addrs, err := docker.startRedisCluster()
 		if err == nil {
 			return addrs, SourceDocker, nil
 		}

@@ -171,14 +171,14 @@ func TestDocker_postgresAndRedis(t *testing.T) {
 	if err := dockerAvailable(); err != nil {
 		t.Skipf("skipping the Docker path: %v", err)
 	}
-	dsn, err := startPostgresDocker()
+	dsn, err := docker.startPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newDatabase(t, dsn); err != nil {
 		t.Fatal(err)
 	}
-	addr, err := startRedisDocker()
+	addr, err := docker.startRedis()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/benchmarks"
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -50,7 +50,7 @@ func countingLoader(env *benchmarks.Env, calls *atomic.Int64) benchmarks.Loader 
 func TestSubjects_readCacheNotFound(t *testing.T) {
 	env := realEnv(t)
 	ctx := context.Background()
-	want := schema.User{ID: 7, Email: "seven@example.com", Name: "Seven"}
+	want := sample.User{ID: 7, Email: "seven@example.com", Name: "Seven"}
 	if err := env.DB.Create(&want).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSubjects_readCacheNotFound(t *testing.T) {
 func TestGoZero_roundTripsCounted(t *testing.T) {
 	env := realEnv(t)
 	ctx := context.Background()
-	if err := env.DB.Create(&schema.User{ID: 3, Email: "three@example.com", Name: "Three"}).Error; err != nil {
+	if err := env.DB.Create(&sample.User{ID: 3, Email: "three@example.com", Name: "Three"}).Error; err != nil {
 		t.Fatal(err)
 	}
 	s, err := newGoZero(benchmarks.Setup{Env: env, Client: env.NewClient(), Namespace: env.Sub("gozero"),

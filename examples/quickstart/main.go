@@ -1,5 +1,5 @@
-// Command quickstart is asidekit's smallest end-to-end run: it migrates the
-// sample schema, creates a User through a repo.Repository, and reads it
+// Command quickstart is asidekit's smallest end-to-end run: it creates a
+// users table, creates a User through a repo.Repository, and reads it
 // back twice through the cacheaside engine, printing how many SQL
 // statements and Redis commands each step cost: the first read loads the
 // row from the database, the second is served from Redis.
@@ -25,8 +25,17 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
+
+// User is the application's own model; repo takes its table and primary
+// key from GORM's schema of it.
+type User struct {
+	ID        int64     `gorm:"primaryKey" json:"id"`
+	Email     string    `gorm:"size:320;not null;uniqueIndex" json:"email"`
+	Name      string    `gorm:"size:200;not null" json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
 
 func main() {
 	if err := run(context.Background()); err != nil {
@@ -50,7 +59,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := schema.Migrate(db); err != nil {
+	if err := db.AutoMigrate(&User{}); err != nil {
 		return err
 	}
 	var sqlStmts atomic.Int64
@@ -64,7 +73,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer cache.Close()
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+	users, err := repo.New[User, int64](db, cache, repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.SingleFlight},
 	})
 	if err != nil {
@@ -82,7 +91,7 @@ func run(ctx context.Context) error {
 		return nil
 	}
 
-	u := schema.User{Email: "ada@example.com", Name: "Ada Lovelace"}
+	u := User{Email: "ada@example.com", Name: "Ada Lovelace"}
 	if err := step("create", func() (string, error) {
 		err := users.Create(ctx, &u)
 		return fmt.Sprintf("user id=%d email=%s", u.ID, u.Email), err

@@ -11,7 +11,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +28,7 @@ func ExampleInvalidator() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](db, cache, repo.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -36,7 +36,7 @@ type env struct {
 	rdb   redis.UniversalClient
 	ns    string
 	cache *cacheaside.Cache
-	users *repo.Repository[schema.User, int64]
+	users *repo.Repository[sample.User, int64]
 	// slot names the test's replication slot and publication: slots are
 	// server-wide, so each test has its own.
 	slot string
@@ -45,7 +45,7 @@ type env struct {
 func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
 	t.Helper()
 	pg := testcontainers.LogicalPostgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
+	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}
 	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
@@ -53,7 +53,7 @@ func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	users, err := repo.New[schema.User, int64](pg.DB, cache, repo.Options{
+	users, err := repo.New[sample.User, int64](pg.DB, cache, repo.Options{
 		Policy: cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
 		Filter: &bloom.Options{Namespace: ns, Capacity: 10_000, FalsePositiveRate: 0.001},
 	})

@@ -1,6 +1,31 @@
-package schema
+// Package sample holds the small domain (users, rental listings, orders)
+// that asidekit's tests, examples and benchmarks store with repo. It is not
+// part of the library: schema.Migrate never creates these tables.
+package sample
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/schema"
+)
+
+// Models returns a new instance of every sample model.
+func Models() []any { return []any{&User{}, &Listing{}, &Order{}} }
+
+// Migrate creates asidekit's own tables (schema.Migrate) and the sample
+// tables, with GORM's AutoMigrate, on PostgreSQL and on SQLite.
+func Migrate(db *gorm.DB) error {
+	if err := schema.Migrate(db); err != nil {
+		return err
+	}
+	if err := db.AutoMigrate(Models()...); err != nil {
+		return fmt.Errorf("sample: migrate: %w", err)
+	}
+	return nil
+}
 
 // User is the sample domain's account: a primary key, a unique email.
 type User struct {
