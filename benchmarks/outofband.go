@@ -13,9 +13,9 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
-	"github.com/asidekit/asidekit/internal/sample"
 )
 
 // Metrics of the outofband scenario.

@@ -9,9 +9,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
-	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/redis/go-redis/v9"
 )
 
