@@ -23,8 +23,9 @@ type convergence struct {
 
 // converge waits, up to 30 seconds, for the cache to hold what the table
 // holds for every key, and reports how long that took after the faults
-// were healed. Keys whose last writes' outcome is unknown (the reply to
-// their COMMIT was lost) are invalidated first, as repo/cdc would.
+// were healed. Keys whose last write's outcome is unknown (the reply to its
+// COMMIT was lost, its connection cut) are invalidated first, as repo/cdc
+// would.
 func (rn *run) converge(ctx context.Context, healed time.Duration) convergence {
 	c := redisClient(rn.env.cacheRedis.Addr)
 	defer c.Close()
@@ -40,18 +41,15 @@ func (rn *run) converge(ctx context.Context, healed time.Duration) convergence {
 		}
 	}
 	var conv convergence
-	ambiguous := map[int64]bool{}
-	for _, op := range rn.hist.all() {
-		if isWrite(op.Kind) && op.Applied == Maybe && op.Keys[0] < 9000 {
-			ambiguous[op.Keys[0]] = true
+	for id, last := range lastWrites(rn.hist.all()) {
+		if last.Applied != Maybe || id >= 9000 {
+			continue
 		}
-	}
-	for id := range ambiguous {
+		conv.ambiguous++
 		if err := ents[strategyOf(id)].Invalidate(ctx, strconv.FormatInt(id, 10)); err != nil {
 			conv.err = err
 		}
 	}
-	conv.ambiguous = len(ambiguous)
 	var ids []int64
 	for id := range rn.keys {
 		if id < 9000 {
@@ -69,6 +67,24 @@ func (rn *run) converge(ctx context.Context, healed time.Duration) convergence {
 		}
 		time.Sleep(100 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
+}
+
+// lastWrites returns, per key, the write of the highest version that may
+// have happened. Writes of a key are serialised: when it returned nil (or
+// committed and left its invalidation to the background retries), the
+// cache must come to hold it; when its outcome is unknown, only a reader
+// of the WAL (repo/cdc) could tell the cache.
+func lastWrites(ops []Op) map[int64]Op {
+	last := map[int64]Op{}
+	for _, op := range ops {
+		if !isWrite(op.Kind) || op.Applied == No {
+			continue
+		}
+		if l, ok := last[op.Keys[0]]; !ok || op.Versions[0] > l.Versions[0] {
+			last[op.Keys[0]] = op
+		}
+	}
+	return last
 }
 
 // divergent returns the keys whose cached entry differs from the table:

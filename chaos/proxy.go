@@ -110,29 +110,43 @@ func (p *proxy) serve(c net.Conn) {
 }
 
 // pipe copies src to dst, chunk by chunk, applying the faults in force.
-// up is the client → server direction.
+// up is the client → server direction. A reader of its own watches src,
+// so that a side that closes while chunks are held (stalled or delayed)
+// closes the link at once: held chunks are dropped, never delivered after
+// their sender gave up.
 func (p *proxy) pipe(l *link, dst, src net.Conn, up bool) {
 	defer l.close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.hold(l) {
-				return
+	chunks := make(chan []byte, 64)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- buf[:n]:
+				case <-l.closed:
+					return
+				}
 			}
-			chunk := buf[:n]
-			if up && p.dropping() && bytes.Contains(bytes.ToLower(chunk), []byte("commit")) {
-				l.dropReply.Store(true)
-			}
-			if !up && l.dropReply.Load() {
-				p.dropped.Add(1)
-				return
-			}
-			if _, werr := dst.Write(chunk); werr != nil {
+			if err != nil {
+				l.close()
 				return
 			}
 		}
-		if err != nil {
+	}()
+	for chunk := range chunks {
+		if !p.hold(l) {
+			return
+		}
+		if up && p.dropping() && bytes.Contains(bytes.ToLower(chunk), []byte("commit")) {
+			l.dropReply.Store(true)
+		}
+		if !up && l.dropReply.Load() {
+			p.dropped.Add(1)
+			return
+		}
+		if _, err := dst.Write(chunk); err != nil {
 			return
 		}
 	}
