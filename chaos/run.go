@@ -26,7 +26,7 @@ type Config struct {
 	Duration time.Duration
 	// Procs is the number of simulated processes. Default 4.
 	Procs int
-	// Goroutines is the number of repository workers per process. Default 6.
+	// Goroutines is the number of repository workers per process. Default 8.
 	Goroutines int
 	// Keys is the number of rows per strategy. Default 6.
 	Keys int
@@ -46,7 +46,7 @@ func (c *Config) defaults() {
 		}
 	}
 	def(&c.Procs, 4)
-	def(&c.Goroutines, 6)
+	def(&c.Goroutines, 8)
 	def(&c.Keys, 6)
 	def(&c.Rounds, 5)
 	if c.Duration <= 0 {

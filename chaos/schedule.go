@@ -106,7 +106,7 @@ func linkFault(r *rand.Rand, between func(lo, hi time.Duration) time.Duration) F
 	case FaultDrop:
 		f.Dur = between(300*time.Millisecond, time.Second)
 	case FaultIsolate:
-		f.Dur, f.Delay = between(2*time.Second, 4*time.Second), between(10*time.Millisecond, 30*time.Millisecond)
+		f.Dur, f.Delay = between(2*time.Second, 4*time.Second), between(20*time.Millisecond, 60*time.Millisecond)
 	}
 	return f
 }

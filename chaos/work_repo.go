@@ -35,15 +35,15 @@ func (w *repoWorker) loop(stop <-chan struct{}) {
 		si := w.r.IntN(len(strategies))
 		id := w.pick(si)
 		switch n := w.r.IntN(100); {
-		case n < 45:
+		case n < 55:
 			w.get(si, id)
-		case n < 57:
+		case n < 67:
 			w.getMany(si)
-		case n < 75:
+		case n < 82:
 			w.write(OpUpdate, si, id)
-		case n < 85:
+		case n < 90:
 			w.write(OpPut, si, id)
-		case n < 93:
+		case n < 95:
 			w.write(OpCreate, si, id)
 		default:
 			w.write(OpDelete, si, id)

@@ -29,7 +29,7 @@ func main() {
 	flag.StringVar(&cfg.PostgresDSN, "pg", os.Getenv("ASIDEKIT_POSTGRES_DSN"), "PostgreSQL DSN (default $ASIDEKIT_POSTGRES_DSN)")
 	flag.DurationVar(&cfg.Duration, "duration", 4*time.Minute, "how long faults are injected")
 	flag.IntVar(&cfg.Procs, "procs", 4, "simulated processes")
-	flag.IntVar(&cfg.Goroutines, "goroutines", 6, "repository workers per process")
+	flag.IntVar(&cfg.Goroutines, "goroutines", 8, "repository workers per process")
 	flag.IntVar(&cfg.Keys, "keys", 6, "rows per cache strategy")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "expiries per strategy in the loads check")
 	flag.StringVar(&cfg.OutDir, "out", "out/chaos", "directory of the failing history")
