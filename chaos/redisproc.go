@@ -3,12 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // redisServer is a private redis-server started from PATH on a free
@@ -53,11 +52,9 @@ func (s *redisServer) start(ctx context.Context) error {
 	}
 	s.done = make(chan struct{})
 	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if c.Ping(ctx).Err() == nil {
+		if pong(s.Addr) {
 			return nil
 		}
 		select {
@@ -71,6 +68,24 @@ func (s *redisServer) start(ctx context.Context) error {
 			return fmt.Errorf("chaos: redis-server on %s does not answer", s.Addr)
 		}
 	}
+}
+
+// pong reports whether the server at addr answers PING. It speaks RESP
+// itself: a go-redis client would log every refused dial while the server
+// starts.
+func pong(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	n, _ := io.ReadFull(c, buf)
+	return string(buf[:n]) == "+PONG\r\n"
 }
 
 // kill stops the server at once (SIGKILL): everything it held is lost.

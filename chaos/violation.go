@@ -8,5 +8,5 @@ type Violation struct {
 	Key   int64         `json:"key,omitempty"`
 	At    time.Duration `json:"at"`
 	Msg   string        `json:"msg"`
-	Ops   []int         `json:"ops,omitempty"` // ids of the operations involved
+	Ops   []int         `json:"op_ids,omitempty"` // ids of the operations involved
 }
