@@ -69,7 +69,7 @@ var fenceModel = porcupine.NondeterministicModel{
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(fenceState), input.(fenceInput), output.(Applied)
 		ok := in.fence > s.fence || (in.fence == s.fence && in.token == s.token)
-		next := fenceState{fence: in.fence, token: in.token}
+		next := fenceState(in)
 		switch {
 		case out == Maybe && ok:
 			return []any{s, next}

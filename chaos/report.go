@@ -89,7 +89,7 @@ func (rn *run) check(conv convergence, rounds []loadRound, marks map[string]int6
 	add(fmt.Sprintf("limiter (<= %d per %v)", limitN, limitW), nl, vs, errs(OpAllow))
 
 	vs = checkLoads(rounds)
-	row = add("loads per expiry", len(rounds), vs, counts{})
+	add("loads per expiry", len(rounds), vs, counts{})
 	rep.Notes = append(rep.Notes, "loads per expiry: "+loadSummary(rounds))
 
 	if len(rep.Violations) > 0 {
