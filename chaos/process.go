@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -125,7 +124,7 @@ func newProcess(id int, e *env) (p *process, err error) {
 	return p, nil
 }
 
-// links returns the proxy of l.
+// link returns the proxy of l.
 func (p *process) link(l Link) *proxy {
 	switch l {
 	case LinkGuard:
@@ -144,33 +143,33 @@ func (p *process) heal() {
 	}
 }
 
+// close tears the process down. Errors are dropped: the servers are
+// going away too, and the run's result is already recorded.
 func (p *process) close() {
-	var errs []error
 	if p.gen != nil {
-		errs = append(errs, p.gen.Close())
+		_ = p.gen.Close()
 	}
 	if p.locker != nil {
-		errs = append(errs, p.locker.Close())
+		_ = p.locker.Close()
 	}
 	if p.cache != nil {
-		errs = append(errs, p.cache.Close())
+		_ = p.cache.Close()
 	}
 	if p.db != nil {
 		if sqlDB, err := p.db.DB(); err == nil {
-			errs = append(errs, sqlDB.Close())
+			_ = sqlDB.Close()
 		}
 	}
 	for _, c := range []*redis.Client{p.cacheRDB, p.guardRDB} {
 		if c != nil {
-			errs = append(errs, c.Close())
+			_ = c.Close()
 		}
 	}
 	for _, l := range []*proxy{p.cacheLink, p.guardLink, p.pg} {
 		if l != nil {
-			errs = append(errs, l.Close())
+			_ = l.Close()
 		}
 	}
-	_ = errors.Join(errs...) // teardown: the servers are going away too
 }
 
 // loadCounter is a cacheaside.Observer counting loader calls per entity.
