@@ -83,7 +83,7 @@ type history struct {
 	ops []Op
 }
 
-// add records op, stamping its error's kind, and returns its id.
+// add records op, numbering it and stamping its error's kind.
 func (h *history) add(op Op, err error) {
 	if err != nil {
 		op.Err = err.Error()
