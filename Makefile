@@ -6,12 +6,12 @@ STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
-.PHONY: all test stress-test demo bench gobench peers cover lint fmt
+.PHONY: all test stress-test demo bench gobench peers chaos cover lint fmt
 
 # The repository's modules: the library, then the ones that carry heavy
 # dependencies so that the library's users do not (asidebench, the
-# Prometheus collectors, the peer comparison).
-MODULES := . benchmarks metrics benchmarks/peers
+# Prometheus collectors, the peer comparison, the fault-injection suite).
+MODULES := . benchmarks metrics benchmarks/peers chaos
 
 all: lint test
 
@@ -68,6 +68,17 @@ peers:
 		{ echo "peers: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR"; exit 2; }
 	mkdir -p out/peers
 	cd benchmarks/peers && $(GO) run ./cmd/asidepeers $(PEERSFLAGS) -json $(CURDIR)/out/peers/results.json -md $(CURDIR)/out/peers/results.md
+
+## chaos: asidechaos (the module chaos/) on real servers: PostgreSQL named by
+## ASIDEKIT_POSTGRES_DSN (it creates and drops a database of its own there)
+## and two private redis-server processes from PATH. Four minutes of faults,
+## about five in all; prints the table of checks and exits 1 on a violation,
+## writing the failing history to out/chaos. CHAOSFLAGS=-ci for the
+## one-minute CI version, CHAOSFLAGS='-seed N' to replay a run.
+CHAOSFLAGS ?=
+chaos:
+	@test -n "$$ASIDEKIT_POSTGRES_DSN" || { echo "chaos: set ASIDEKIT_POSTGRES_DSN"; exit 2; }
+	cd chaos && $(GO) run ./cmd/asidechaos -out $(CURDIR)/out/chaos $(CHAOSFLAGS)
 
 ## gobench: the packages' Go benchmarks (each against its baseline) on the
 ## real servers.

@@ -1,0 +1,44 @@
+// Package chaos checks asidekit's promises on recorded histories under
+// injected faults, the way Jepsen and etcd's robustness tests do.
+//
+// A run starts N simulated processes in one OS process. Each has its own
+// go-redis clients, cacheaside Cache, repo Repositories, lock Locker,
+// limiter and seqgen Generator, and reaches every server through TCP fault
+// proxies of its own:
+//
+//	process i ──proxy──> cache Redis   (a private redis-server, killed and restarted empty)
+//	          ──proxy──> guard Redis   (a private redis-server for locks and limiters)
+//	          ──proxy──> PostgreSQL    (the run's own database)
+//
+// A schedule drawn from the seed cuts, stalls and slows those links, drops
+// PostgreSQL's reply to a COMMIT that reached the server, kills the cache
+// Redis and restarts it empty, and terminates the run's database
+// connections. Meanwhile M goroutines per process call Get, GetMany, Create,
+// Update, Put and Delete through repo on rows with a monotonic version
+// column, hold a lock and write under its fence, take serial numbers and
+// ask a rate limiter. Every operation is recorded with its start and end on
+// one monotonic clock, and with its result.
+//
+// When the schedule ends the faults are healed and the checkers read the
+// history:
+//
+//   - reads: no read returns a version older than the newest write that
+//     completed (returned nil) before the read began; a write that returned
+//     an error may or may not have been applied, and binds no read;
+//   - converge: once writes stop, the cache holds what the table holds, for
+//     every key (keys whose last write's outcome is unknown are invalidated
+//     first, standing in for repo/cdc);
+//   - lock: no two holders whose fenced writes were both accepted held the
+//     lock at overlapping times, and the fenced register's history is
+//     linearizable (porcupine);
+//   - seqgen: no serial issued twice, none above the database's mark;
+//   - limiter: no interval shorter than the window saw more allowed calls
+//     than the limit;
+//   - loads: one database load per expiry of a hot key across all processes
+//     for Mutex, AsyncRefresh and EarlyRefresh, at most one per process for
+//     SingleFlight.
+//
+// A violation writes the operations around it, the faults and the seed to a
+// file; the same seed replays the same fault schedule and the same choices
+// of operations (their interleaving depends on the machine).
+package chaos

@@ -1,0 +1,197 @@
+package chaos
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/guard/lock"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/seqgen"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Settings the workloads share.
+const (
+	lockName   = "chaos"
+	lockTTL    = 400 * time.Millisecond
+	limitKey   = "chaos"
+	limitN     = 10
+	limitW     = 200 * time.Millisecond
+	serialBiz  = "CHS"
+	serialSize = 8 // counter digits
+	opTimeout  = 4 * time.Second
+)
+
+// process is one simulated service process: its own clients, cache,
+// repositories, locker, limiter and generator, each behind its proxies.
+type process struct {
+	id                       int
+	cacheLink, guardLink, pg *proxy
+	cacheRDB, guardRDB       *redis.Client
+	db                       *gorm.DB
+	cache                    *cacheaside.Cache
+	items, hot               []*repo.Repository[Item, int64] // by strategy
+	locker                   *lock.Locker
+	limiter                  limit.Limiter
+	gen                      *seqgen.Generator
+	loads                    *loadCounter
+}
+
+// policy is the Policy of the entities of strategy s.
+func policy(s cacheaside.Strategy) cacheaside.Policy {
+	return cacheaside.Policy{
+		TTL:         10 * time.Minute, // longer than a run: a stale entry stays until fixed
+		Strategy:    s,
+		WaitTimeout: 2 * time.Second,
+	}
+}
+
+func redisClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		DialTimeout:  500 * time.Millisecond,
+		ReadTimeout:  500 * time.Millisecond,
+		WriteTimeout: 500 * time.Millisecond,
+		PoolSize:     16,
+		MaxRetries:   1,
+	})
+}
+
+func openDB(dsn string, conns int) (*gorm.DB, error) {
+	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard, TranslateError: true})
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
+	sqlDB.SetConnMaxLifetime(time.Minute)
+	return db, nil
+}
+
+func newProcess(id int, e *env) (p *process, err error) {
+	p = &process{id: id, loads: newLoadCounter()}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.cacheLink, err = newProxy(e.cacheRedis.Addr); err != nil {
+		return nil, err
+	}
+	if p.guardLink, err = newProxy(e.guardRedis.Addr); err != nil {
+		return nil, err
+	}
+	if p.pg, err = newProxy(e.pgAddr); err != nil {
+		return nil, err
+	}
+	p.cacheRDB, p.guardRDB = redisClient(p.cacheLink.Addr()), redisClient(p.guardLink.Addr())
+	if p.db, err = openDB(e.dsnVia(p.pg.Addr()), 6); err != nil {
+		return nil, err
+	}
+	if p.cache, err = cacheaside.New(p.cacheRDB, &cacheaside.Options{Namespace: e.ns, Observer: p.loads}); err != nil {
+		return nil, err
+	}
+	for _, s := range strategies {
+		r, err := repo.New[Item, int64](p.db, p.cache, repo.Options{Name: entityName("items", s), Policy: policy(s)})
+		if err != nil {
+			return nil, err
+		}
+		h, err := repo.New[Item, int64](p.db, p.cache, repo.Options{Name: entityName("hot", s), Policy: policy(s)})
+		if err != nil {
+			return nil, err
+		}
+		p.items, p.hot = append(p.items, r), append(p.hot, h)
+	}
+	p.locker = lock.New(p.guardRDB, &lock.Options{Namespace: e.ns})
+	if p.limiter, err = limit.NewSlidingLog(p.guardRDB, limit.SlidingLog{Limit: limitN, Window: limitW}, &limit.Options{Namespace: e.ns}); err != nil {
+		return nil, err
+	}
+	p.gen, err = seqgen.New(p.cacheRDB, p.db, &seqgen.Options{
+		Namespace: e.ns, Width: serialSize, Segment: 50, Location: time.UTC,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// link returns the proxy of l.
+func (p *process) link(l Link) *proxy {
+	switch l {
+	case LinkGuard:
+		return p.guardLink
+	case LinkPG:
+		return p.pg
+	}
+	return p.cacheLink
+}
+
+func (p *process) heal() {
+	for _, l := range []*proxy{p.cacheLink, p.guardLink, p.pg} {
+		if l != nil {
+			l.Heal()
+		}
+	}
+}
+
+// close tears the process down. Errors are dropped: the servers are
+// going away too, and the run's result is already recorded.
+func (p *process) close() {
+	if p.gen != nil {
+		_ = p.gen.Close()
+	}
+	if p.locker != nil {
+		_ = p.locker.Close()
+	}
+	if p.cache != nil {
+		_ = p.cache.Close()
+	}
+	if p.db != nil {
+		if sqlDB, err := p.db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}
+	for _, c := range []*redis.Client{p.cacheRDB, p.guardRDB} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	for _, l := range []*proxy{p.cacheLink, p.guardLink, p.pg} {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+}
+
+// loadCounter is a cacheaside.Observer counting loader calls per entity.
+type loadCounter struct {
+	mu sync.Mutex // guards n
+	n  map[string]int
+}
+
+func newLoadCounter() *loadCounter { return &loadCounter{n: map[string]int{}} }
+
+// OnEvent counts EventLoad and EventLoadError.
+func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duration) {
+	if ev != cacheaside.EventLoad && ev != cacheaside.EventLoadError {
+		return
+	}
+	c.mu.Lock()
+	c.n[entity]++
+	c.mu.Unlock()
+}
+
+func (c *loadCounter) get(entity string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[entity]
+}

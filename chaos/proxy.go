@@ -1,0 +1,231 @@
+package chaos
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// proxy is a loopback TCP proxy in front of one server, for one simulated
+// process, that injects faults into the traffic through it:
+//
+//   - cut: every connection is closed, new ones are accepted and closed;
+//   - stall: bytes are held, in both directions, until the stall ends
+//     (held bytes of a connection that closes meanwhile are dropped);
+//   - slow: each chunk is delayed, in both directions;
+//   - drop commit reply (PostgreSQL): a connection that sends a COMMIT
+//     has it delivered, then loses the server's reply and is closed, so
+//     the client cannot tell whether its transaction committed.
+type proxy struct {
+	ln       net.Listener
+	upstream string
+
+	mu      sync.Mutex // guards the fields below
+	cut     bool
+	stall   bool
+	delay   time.Duration
+	drop    bool
+	changed chan struct{} // closed and replaced on every change
+	conns   map[*link]struct{}
+
+	dropped atomic.Int64 // replies dropped after a COMMIT
+	wg      sync.WaitGroup
+}
+
+// link is one proxied connection: the client's side and the server's.
+type link struct {
+	c, u      net.Conn
+	once      sync.Once
+	closed    chan struct{}
+	dropReply atomic.Bool // a COMMIT went through: drop the next reply
+}
+
+func (l *link) close() {
+	l.once.Do(func() {
+		close(l.closed)
+		_ = l.c.Close()
+		_ = l.u.Close()
+	})
+}
+
+func newProxy(upstream string) (*proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: map[*link]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the address clients dial instead of the server's.
+func (p *proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	p.mu.Lock()
+	cut := p.cut
+	p.mu.Unlock()
+	if cut {
+		_ = c.Close()
+		return
+	}
+	u, err := net.DialTimeout("tcp", p.upstream, time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	l := &link{c: c, u: u, closed: make(chan struct{})}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		l.close()
+		return
+	}
+	p.conns[l] = struct{}{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(l, u, c, true) }()
+	go func() { defer wg.Done(); p.pipe(l, c, u, false) }()
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, l)
+	p.mu.Unlock()
+}
+
+// pipe copies src to dst, chunk by chunk, applying the faults in force.
+// up is the client → server direction. A reader of its own watches src,
+// so that a side that closes while chunks are held (stalled or delayed)
+// closes the link at once: held chunks are dropped, never delivered after
+// their sender gave up.
+func (p *proxy) pipe(l *link, dst, src net.Conn, up bool) {
+	defer l.close()
+	chunks := make(chan []byte, 64)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- buf[:n]:
+				case <-l.closed:
+					return
+				}
+			}
+			if err != nil {
+				l.close()
+				return
+			}
+		}
+	}()
+	for chunk := range chunks {
+		if !p.hold(l) {
+			return
+		}
+		if up && p.dropping() && bytes.Contains(bytes.ToLower(chunk), []byte("commit")) {
+			l.dropReply.Store(true)
+		}
+		if !up && l.dropReply.Load() {
+			p.dropped.Add(1)
+			return
+		}
+		if _, err := dst.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// hold waits out a stall and a delay; it reports false when the link
+// closed (or was cut) meanwhile: the chunk is then dropped.
+func (p *proxy) hold(l *link) bool {
+	for {
+		p.mu.Lock()
+		stall, delay, changed := p.stall, p.delay, p.changed
+		p.mu.Unlock()
+		if !stall {
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-l.closed:
+					t.Stop()
+					return false
+				}
+			}
+			select {
+			case <-l.closed:
+				return false
+			default:
+				return true
+			}
+		}
+		select {
+		case <-changed:
+		case <-l.closed:
+			return false
+		}
+	}
+}
+
+func (p *proxy) dropping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.drop
+}
+
+// set changes the proxy's faults under its lock and wakes held chunks.
+func (p *proxy) set(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f()
+	close(p.changed)
+	p.changed = make(chan struct{})
+	if p.cut {
+		for l := range p.conns {
+			l.close()
+		}
+	}
+}
+
+// Cut closes every connection and refuses new ones.
+func (p *proxy) Cut() { p.set(func() { p.cut = true }) }
+
+// Stall holds all traffic until Heal.
+func (p *proxy) Stall() { p.set(func() { p.stall = true }) }
+
+// Slow delays every chunk by d until Heal.
+func (p *proxy) Slow(d time.Duration) { p.set(func() { p.delay = d }) }
+
+// DropCommitReplies makes connections that send a COMMIT lose the reply
+// and close, until Heal.
+func (p *proxy) DropCommitReplies() { p.set(func() { p.drop = true }) }
+
+// Heal ends every fault.
+func (p *proxy) Heal() {
+	p.set(func() { p.cut, p.stall, p.delay, p.drop = false, false, 0, false })
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *proxy) Close() error {
+	err := p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+	return err
+}

@@ -1,0 +1,50 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }
+
+// TestRun runs a short chaos run on real servers and checks that every
+// checker saw operations, that faults were injected, and that a correct
+// build breaks no promise.
+func TestRun(t *testing.T) {
+	pg := testcontainers.Postgres(t)
+	rep, err := Run(context.Background(), Config{
+		PostgresDSN: pg.DSN, Seed: 11, Duration: 10 * time.Second,
+		Procs: 2, Goroutines: 3, Keys: 3, Rounds: 2, OutDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Log("\n" + out.String())
+	if len(rep.Faults) == 0 {
+		t.Error("no fault was injected")
+	}
+	if len(rep.Rows) != 7 {
+		t.Fatalf("%d rows, want 7", len(rep.Rows))
+	}
+	for _, row := range rep.Rows {
+		if row.Operations == 0 {
+			t.Errorf("%s: no operations", row.Check)
+		}
+	}
+	if want := 2 * len(hotStrategies); rep.Rows[6].Operations != want {
+		t.Errorf("loads: %d rounds, want %d", rep.Rows[6].Operations, want)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("%s: %s", v.Check, v.Msg)
+	}
+	if rep.Failed() && !strings.HasSuffix(rep.FailureFile, ".json") {
+		t.Errorf("failing run wrote no history (%q)", rep.FailureFile)
+	}
+}
