@@ -206,7 +206,5 @@ func BreakdownVariants(BreakdownParams) []Variant {
 		v("mutex", "one load across processes: Redis lease + pub/sub wake-up", cacheaside.Mutex),
 		v("async_refresh", "logical expiry: stale value served while one process refreshes", cacheaside.AsyncRefresh),
 		v("early_refresh", "XFetch: probabilistic refresh before expiry, under the lease", cacheaside.EarlyRefresh),
-		repoVariant("mutex_coalesce", "mutex, and concurrent reads of the key in one process share one GET (Policy.CoalesceReads)",
-			cacheaside.Policy{Strategy: cacheaside.Mutex, Jitter: -1, NullTTL: -1, CoalesceReads: true}, nil),
 	}
 }

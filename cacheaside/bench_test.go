@@ -108,44 +108,36 @@ func BenchmarkHit_ratio(b *testing.B) {
 	b.ReportMetric(float64(ent)/float64(bare), "ratio")
 }
 
-// BenchmarkCoalesceReads: 64 parallel readers of one hot key, with
-// CoalesceReads off and on in the same run. ns/op is per read (b.N reads
-// in all); GETs/read is the Redis GETs sent per read.
+// BenchmarkCoalesceReads: 64 parallel readers of one hot key with the
+// default Policy, whose Gets share GETs adaptively. ns/op is per read (b.N
+// reads in all); GETs/read is the Redis GETs sent per read.
 func BenchmarkCoalesceReads(b *testing.B) {
 	const readers = 64
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
-		}
-		b.Run(name, func(b *testing.B) {
-			r := testcontainers.Redis(b)
-			client := r.NewClient(b)
-			var h getHook
-			client.AddHook(&h)
-			e := newEntity[benchValue](b, newCache(b, client, r.Namespace, nil), "bench", Policy{TTL: time.Hour, CoalesceReads: on})
-			ctx := context.Background()
-			if err := e.Set(ctx, "42", benchRow); err != nil {
-				b.Fatal(err)
-			}
-			load := func(ctx context.Context, id string) (benchValue, error) {
-				return benchValue{}, errors.New("loader called on a hit")
-			}
-			procs := runtime.GOMAXPROCS(0)
-			b.SetParallelism((readers + procs - 1) / procs)
-			b.ReportAllocs()
-			h.gets.Store(0)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if v, err := e.Get(ctx, "42", load); err != nil || v.ID != 42 {
-						b.Error(v, err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64(h.gets.Load())/float64(b.N), "GETs/read")
-		})
+	r := testcontainers.Redis(b)
+	client := r.NewClient(b)
+	var h getHook
+	client.AddHook(&h)
+	e := newEntity[benchValue](b, newCache(b, client, r.Namespace, nil), "bench", Policy{TTL: time.Hour})
+	ctx := context.Background()
+	if err := e.Set(ctx, "42", benchRow); err != nil {
+		b.Fatal(err)
 	}
+	load := func(ctx context.Context, id string) (benchValue, error) {
+		return benchValue{}, errors.New("loader called on a hit")
+	}
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((readers + procs - 1) / procs)
+	b.ReportAllocs()
+	h.gets.Store(0)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if v, err := e.Get(ctx, "42", load); err != nil || v.ID != 42 {
+				b.Error(v, err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(h.gets.Load())/float64(b.N), "GETs/read")
 }

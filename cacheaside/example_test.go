@@ -133,16 +133,13 @@ func ExampleEntity_Invalidate() {
 	// Grace Hopper
 }
 
-// A hot key read by many goroutines: with CoalesceReads, concurrent Gets
-// of a key share GETs (each still sent after its readers began), so the
-// key costs about one GET per round trip instead of one per Get.
+// A hot key read by many goroutines: concurrent Gets of a key share GETs
+// (each still sent after its readers began), so the key costs about one
+// GET per round trip instead of one per Get. No option is needed.
 func ExamplePolicy_coalesceReads() {
 	c, cleanup := exampleCache()
 	defer cleanup()
-	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{
-		Strategy:      cacheaside.Mutex,
-		CoalesceReads: true,
-	})
+	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{Strategy: cacheaside.Mutex})
 	ctx := context.Background()
 	_ = users.Set(ctx, "1", db[1])
 	var wg sync.WaitGroup

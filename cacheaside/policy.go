@@ -151,7 +151,7 @@ func (p Policy) withDefaults() (Policy, error) {
 		p.Jitter = 0
 	}
 	switch {
-	case p.Grace == 0 && p.Strategy == AsyncRefresh:
+	case p.Grace == 0 && p.Strategy.servesStale():
 		p.Grace = p.TTL
 	case p.Grace < 0:
 		p.Grace = 0
