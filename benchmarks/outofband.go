@@ -179,7 +179,18 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 			ictx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = inv.Run(ictx) }()
-			return inv, func() { cancel(); <-done }, nil
+			stop := func() { cancel(); <-done }
+			// The writes start once it streams (the slot captures them
+			// from Setup on anyway; this keeps start-up out of the
+			// staleness figures, except cdc_restart's second start).
+			for deadline := time.Now().Add(time.Minute); !inv.Stats().Active; {
+				if time.Now().After(deadline) {
+					stop()
+					return nil, nil, fmt.Errorf("the Invalidator did not take the slot: %v", inv.Stats().LastError)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			return inv, stop, nil
 		}
 		var err error
 		if inv, stopInv, err = start(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,10 +72,16 @@ type applier struct {
 	set     repo.ChangeSet
 	truncs  []Target // truncated in transactions not yet applied
 	inTxn   bool
-	changes uint64 // row changes not yet applied
-	txns    uint64 // committed transactions not yet applied
-	end     LSN    // end of the last of them
+	changes uint64    // row changes not yet applied
+	txns    uint64    // committed transactions not yet applied
+	end     LSN       // end of the last of them
+	since   time.Time // when the first of them was received
 }
+
+// maxGroupDelay bounds how long a received transaction waits for others to
+// share its batch: under a steady stream the reader always holds more, and
+// the batch would otherwise fill to BatchSize first.
+const maxGroupDelay = 5 * time.Millisecond
 
 func (a *applier) run(ctx context.Context, items <-chan item) error {
 	for it := range items {
@@ -89,7 +96,8 @@ func (a *applier) run(ctx context.Context, items <-chan item) error {
 		default:
 			err = a.message(ctx, it.msg)
 		}
-		if err == nil && a.txns > 0 && (len(items) == 0 || a.set.Len() >= a.inv.o.BatchSize) {
+		if err == nil && a.txns > 0 && (len(items) == 0 || a.set.Len() >= a.inv.o.BatchSize ||
+			time.Since(a.since) >= maxGroupDelay) {
 			err = a.apply(ctx)
 		}
 		if err != nil {
@@ -121,6 +129,9 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 		}
 	case *pglogrepl.CommitMessage:
 		a.inTxn = false
+		if a.txns == 0 {
+			a.since = time.Now()
+		}
 		a.txns++
 		a.end = m.TransactionEndLSN
 	}
