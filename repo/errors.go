@@ -2,6 +2,8 @@ package repo
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -51,4 +53,60 @@ func (notFound) Error() string { return "repo: not found" }
 
 func (notFound) Is(target error) bool {
 	return target == cacheaside.ErrNotFound || target == gorm.ErrRecordNotFound
+}
+
+// ErrDuplicate is returned (wrapped, with the entity and key) when a write
+// breaks a unique constraint: PostgreSQL's SQLSTATE 23505 or SQLite's
+// UNIQUE/PRIMARY KEY constraint codes, whether or not the *gorm.DB was
+// opened with gorm.Config{TranslateError: true}. errors.Is also matches it
+// with gorm.ErrDuplicatedKey, and the driver's own error stays in the chain
+// (errors.As with *pgconn.PgError still works).
+var ErrDuplicate error = duplicate{}
+
+type duplicate struct{}
+
+func (duplicate) Error() string { return "repo: duplicate key" }
+
+func (duplicate) Is(target error) bool { return target == gorm.ErrDuplicatedKey }
+
+// SQLite's extended result codes for a broken unique constraint.
+const (
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+)
+
+// dbErr classifies an error from a database write: a broken unique
+// constraint becomes ErrDuplicate joined with the driver's error.
+func dbErr(err error) error {
+	if err == nil || errors.Is(err, ErrDuplicate) {
+		return err
+	}
+	dup := errors.Is(err, gorm.ErrDuplicatedKey)
+	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
+	if errors.As(err, &pg) && pg.SQLState() == "23505" {
+		dup = true
+	}
+	var lite interface{ Code() int } // modernc.org/sqlite's *Error
+	if errors.As(err, &lite) && (lite.Code() == sqliteConstraintUnique || lite.Code() == sqliteConstraintPrimaryKey) {
+		dup = true
+	}
+	if !dup {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDuplicate, err)
+}
+
+// repoError is an error with the repository's context said once:
+// "repo: <what>: <cause>", the cause's own "repo: " prefix dropped from the
+// message (it stays in the chain for errors.Is and errors.As).
+type repoError struct {
+	msg string
+	err error
+}
+
+func (e *repoError) Error() string { return e.msg }
+func (e *repoError) Unwrap() error { return e.err }
+
+func wrapErr(what string, err error) error {
+	return &repoError{msg: "repo: " + what + ": " + strings.TrimPrefix(err.Error(), "repo: "), err: err}
 }

@@ -43,9 +43,9 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 		err := r.conn(ctx).Model(new(T)).Where(l.eq(value)).Limit(1).Pluck(r.c.pk.DBName, &ids).Error
 		switch {
 		case err != nil:
-			return *new(ID), fmt.Errorf("repo: %s %s: %w", l.name, key, err)
+			return *new(ID), err // mapErr adds the context
 		case len(ids) == 0:
-			return *new(ID), notFoundErr(l.name, key)
+			return *new(ID), ErrNotFound
 		}
 		return ids[0], nil
 	})
@@ -72,7 +72,7 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 func (r *Repository[T, ID]) findBy(ctx context.Context, l *lookup[ID], key string, value any) (T, error) {
 	var rows []T
 	if err := r.conn(ctx).Where(l.eq(value)).Limit(1).Find(&rows).Error; err != nil {
-		return *new(T), fmt.Errorf("repo: %s %s: %w", l.name, key, err)
+		return *new(T), wrapErr(l.name+" "+key, err)
 	}
 	if len(rows) == 0 {
 		return *new(T), notFoundErr(l.name, key)

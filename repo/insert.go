@@ -58,7 +58,7 @@ func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, err
 	}
 	res := r.conn(ctx).Clauses(clause.OnConflict{Columns: cols, DoNothing: true}).Create(v)
 	if res.Error != nil {
-		return false, fmt.Errorf("repo: %s %s: insert: %w", u.name, uk, res.Error)
+		return false, wrapErr(u.name+" "+uk+": insert", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
 		return false, nil
@@ -80,9 +80,9 @@ func (r *Repository[T, ID]) knownDuplicate(ctx context.Context, u *lookup[ID], u
 		err := r.conn(ctx).Model(new(T)).Where(u.where(ctx, rv)).Limit(1).Pluck(r.c.pk.DBName, &ids).Error
 		switch {
 		case err != nil:
-			return *new(ID), fmt.Errorf("repo: %s %s: %w", u.name, uk, err)
+			return *new(ID), err // mapErr adds the context
 		case len(ids) == 0:
-			return *new(ID), notFoundErr(u.name, uk)
+			return *new(ID), ErrNotFound
 		}
 		return ids[0], nil
 	})

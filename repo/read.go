@@ -38,11 +38,11 @@ func (r *Repository[T, ID]) loadOne(ctx context.Context, key string, id ID) (T, 
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Limit(1).Find(&rows)
 	if res.Error != nil {
 		var zero T
-		return zero, fmt.Errorf("repo: %s %s: %w", r.c.name, key, res.Error)
+		return zero, res.Error // mapErr adds the context
 	}
 	if len(rows) == 0 {
 		var zero T
-		return zero, notFoundErr(r.c.name, key)
+		return zero, ErrNotFound
 	}
 	return rows[0], nil
 }
@@ -109,7 +109,7 @@ func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey m
 		}
 		var rows []T
 		if err := r.conn(ctx).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("repo: %s: load %d ids: %w", r.c.name, len(ids), err)
+			return nil, fmt.Errorf("load %d ids: %w", len(ids), err) // mapErr adds the context
 		}
 		for i := range rows {
 			id, _ := r.c.idOf(ctx, &rows[i])
@@ -148,12 +148,12 @@ func mapErr(name, key string, err error) error {
 	case errors.Is(err, cacheaside.ErrNotFound): // ErrNotFound matches it too
 		return notFoundErr(name, key)
 	case errors.Is(err, cacheaside.ErrInvalidID):
-		return fmt.Errorf("repo: %s: %w: %w", name, ErrInvalidID, err)
+		return fmt.Errorf("%w: %s: %w", ErrInvalidID, name, err)
 	}
-	return fmt.Errorf("repo: %s %s: %w", name, key, err)
+	return wrapErr(name+" "+key, err)
 }
 
 // notFoundErr is ErrNotFound with the entity and id.
 func notFoundErr(name, key string) error {
-	return fmt.Errorf("repo: %s %s: %w", name, key, ErrNotFound)
+	return wrapErr(name+" "+key, ErrNotFound)
 }

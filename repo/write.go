@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -16,8 +15,8 @@ import (
 //
 // When T has a gorm.DeletedAt, the primary key of a soft-deleted row is
 // free again: Create replaces that row (INSERT … ON CONFLICT (pk) DO UPDATE
-// … WHERE deleted_at IS NOT NULL), and a live row with the key is an error
-// matching gorm.ErrDuplicatedKey. An id that cannot be a cache key, or a
+// … WHERE deleted_at IS NOT NULL), and a live row with the key is ErrDuplicate
+// (which matches gorm.ErrDuplicatedKey too). An id that cannot be a cache key, or a
 // zero primary key that neither the database nor a hook fills in, is
 // ErrInvalidID, before anything is written.
 func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
@@ -37,7 +36,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	}
 	if !hasID || r.c.softDel == nil {
 		if err := r.conn(ctx).Create(v).Error; err != nil {
-			return fmt.Errorf("repo: %s: create: %w", r.c.name, err)
+			return wrapErr(r.c.name+": create", dbErr(err))
 		}
 		return r.upkeep(ctx, v, nil, true)
 	}
@@ -50,10 +49,10 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 		}}},
 	}).Create(v)
 	if res.Error != nil {
-		return fmt.Errorf("repo: %s %s: create: %w", r.c.name, key, res.Error)
+		return wrapErr(r.c.name+" "+key+": create", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("repo: %s %s: create: %w: the row exists", r.c.name, key, gorm.ErrDuplicatedKey)
+		return wrapErr(r.c.name+" "+key+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
 	}
 	return r.upkeep(ctx, v, nil, true)
 }
@@ -73,7 +72,7 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	}
 	res := r.conn(ctx).Select("*").Save(v)
 	if res.Error != nil {
-		return fmt.Errorf("repo: %s %s: update: %w", r.c.name, key, res.Error)
+		return wrapErr(r.c.name+" "+key+": update", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
@@ -83,7 +82,9 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 
 // Put inserts v or, when a row with its primary key exists, overwrites
 // every column (INSERT … ON CONFLICT (pk) DO UPDATE), then does Create's
-// upkeep and Update's invalidations. A zero primary key is a Create.
+// upkeep and Update's invalidations. A zero primary key is a Create. On
+// return v holds the row as stored, timestamps included (GORM's upsert sets
+// updated_at itself and keeps an existing row's created_at).
 func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if v == nil {
 		return fmt.Errorf("repo: %s: Put of a nil value", r.c.name)
@@ -100,12 +101,15 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
+	// RETURNING reads back what the row holds now: on a conflict GORM
+	// stamps updated_at with a time of its own and keeps created_at, so v's
+	// fields would otherwise differ from the stored row.
 	err = r.conn(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
 		UpdateAll: true,
-	}).Create(v).Error
+	}, clause.Returning{}).Create(v).Error
 	if err != nil {
-		return fmt.Errorf("repo: %s %s: put: %w", r.c.name, key, err)
+		return wrapErr(r.c.name+" "+key+": put", dbErr(err))
 	}
 	return r.upkeep(ctx, v, old, true)
 }
@@ -125,7 +129,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	}
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
-		return fmt.Errorf("repo: %s %s: delete: %w", r.c.name, key, res.Error)
+		return wrapErr(r.c.name+" "+key+": delete", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
