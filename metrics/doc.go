@@ -2,7 +2,7 @@
 // optional integration DESIGN.md promises: no core package imports it, so
 // a service that does not use Prometheus does not link it.
 //
-// Three collectors, each registered by the caller on the registry of its
+// Collectors, each registered by the caller on the registry of its
 // choice (reg.MustRegister):
 //
 //   - CacheObserver (NewCacheObserver) is a cacheaside.Observer: pass it as
@@ -12,6 +12,12 @@
 //     scrape time.
 //   - NewConfigStoreCollector reads a configstore.Store's Stats at scrape
 //     time.
+//   - NewBloomCollector reads a bloom.Filter's Stats (fill ratio, estimated
+//     false-positive rate) from Redis at scrape time.
+//   - NewLimitCollector reads a limit.Limiter's or limit.Semaphore's Stats
+//     (allowed, refused, errors) at scrape time.
+//   - NewSeqgenCollector reads a seqgen.Generator's Stats (segments
+//     reserved, refills, waits on the DB) at scrape time.
 //
 // # Metrics
 //
@@ -34,6 +40,14 @@
 //	asidekit_configstore_fixes_total{store}
 //	asidekit_configstore_db_fallbacks_total{store}
 //	asidekit_configstore_fallback_queries_total{store}
+//	asidekit_bloom_{bits,bits_set,fill_ratio,estimated_count}{filter}   gauges
+//	asidekit_bloom_{false_positive_rate,generation,rebuilding}{filter}  gauges
+//	asidekit_limit_calls_total{limiter,outcome}    counter, outcome = allowed | refused | error
+//	asidekit_limit_failed_open_total{limiter}      counter
+//	asidekit_seqgen_segments_reserved_total{generator}
+//	asidekit_seqgen_segments_dropped_total{generator}
+//	asidekit_seqgen_refills_total{generator,mode}  counter, mode = background | sync
+//	asidekit_seqgen_waits_total{generator}
 //
 // The cache events counter has one series per entity and event, all
 // created (at zero) the first time an entity reports anything, so that

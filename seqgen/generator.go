@@ -60,6 +60,8 @@ type Generator struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
+
+	ctr counters
 }
 
 // New returns a Generator that counts in client and reserves in db, whose
@@ -167,6 +169,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 			return 0, Day{}, ErrExhausted
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
+				g.ctr.waits.Add(1)
 				if err := g.wait(ctx, k.counter, &backoff); err != nil {
 					return 0, Day{}, err
 				}
@@ -176,6 +179,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 				g.release(ctx, k, token)
 				return 0, Day{}, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
 			}
+			g.ctr.sync.Add(1)
 			installed, err := g.refill(ctx, biz, day, k, token, r.value, n, r.status == statusNeedSeed)
 			if err != nil {
 				return 0, Day{}, err

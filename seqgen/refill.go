@@ -31,6 +31,7 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 		}
 		return false, fmt.Errorf("seqgen: reserve %q %s: %w", biz, day.Key, err)
 	}
+	g.ctr.reserved.Add(1)
 	seedArg := "0"
 	if seed {
 		seedArg = "1"
@@ -44,7 +45,11 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 		g.release(ctx, k, token)
 		return false, fmt.Errorf("seqgen: install segment (%d, %d] of %q %s: %w", lo, hi, biz, day.Key, err)
 	}
-	return res > installDropped, nil
+	if res <= installDropped {
+		g.ctr.dropped.Add(1)
+		return false, nil
+	}
+	return true, nil
 }
 
 // refillAsync reserves the next segment in the background after next.lua
@@ -61,6 +66,7 @@ func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, las
 		g.release(context.Background(), k, token)
 		return
 	}
+	g.ctr.background.Add(1)
 	go func() {
 		defer g.wg.Done()
 		// A panic on this goroutine would kill the process: SeedFrom's are

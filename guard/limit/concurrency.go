@@ -56,6 +56,7 @@ type Semaphore struct {
 	ttl      int64 // µs
 	poll     time.Duration
 	failOpen bool
+	ctr      counters
 }
 
 // NewConcurrency returns a Semaphore for cfg. Its state per key is a sorted
@@ -99,6 +100,16 @@ func (s *Semaphore) TryAcquire(ctx context.Context, key string) (*Lease, error) 
 
 // try returns the lease, or the Result of a refused attempt.
 func (s *Semaphore) try(ctx context.Context, key string) (*Lease, Result, error) {
+	l, res, err := s.tryOnce(ctx, key)
+	if errors.Is(err, ErrLimited) {
+		s.ctr.count(false, nil) // a refusal, not a failure
+	} else {
+		s.ctr.count(l != nil, err)
+	}
+	return l, res, err
+}
+
+func (s *Semaphore) tryOnce(ctx context.Context, key string) (*Lease, Result, error) {
 	k, err := stateKey(s.ns, "cc", key)
 	if err != nil {
 		return nil, Result{}, err

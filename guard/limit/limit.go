@@ -50,6 +50,8 @@ type Limiter interface {
 	Wait(ctx context.Context, key string) error
 	// Reset forgets everything counted under key.
 	Reset(ctx context.Context, key string) error
+	// Stats returns the limiter's counts of its own calls.
+	Stats() Stats
 }
 
 // Result is the outcome of one AllowN call.

@@ -23,6 +23,7 @@ type limiter struct {
 	failOpen bool
 	// args returns ARGV for a call of n.
 	args func(n int) []any
+	ctr  counters
 }
 
 func newLimiter(client Client, algo string, limit int, opts *Options, script *redis.Script, args func(n int) []any) (*limiter, error) {
@@ -54,6 +55,12 @@ func (l *limiter) Allow(ctx context.Context, key string) (Result, error) {
 }
 
 func (l *limiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
+	res, err := l.allowN(ctx, key, n)
+	l.ctr.count(res.Allowed, err)
+	return res, err
+}
+
+func (l *limiter) allowN(ctx context.Context, key string, n int) (Result, error) {
 	top := l.limit
 	if l.maxN > 0 && l.maxN < top {
 		top = l.maxN

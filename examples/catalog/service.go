@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/glebarez/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/metrics"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/seqgen"
+)
+
+// Config is the service's configuration (the command's flags).
+type Config struct {
+	Addr        string
+	RedisAddr   string // empty: miniredis
+	PostgresDSN string // empty: SQLite
+	Namespace   string
+	Seed        int
+	PerIPRate   int
+	PerIPBurst  int
+}
+
+// Product is a catalogue entry: a string id and a unique slug.
+type Product struct {
+	ID         string    `gorm:"primaryKey;size:64" json:"id"`
+	Slug       string    `gorm:"size:200;not null;uniqueIndex" json:"slug"`
+	Name       string    `gorm:"size:200;not null" json:"name"`
+	PriceCents int64     `gorm:"not null" json:"price_cents"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Order is a purchase, numbered for people by seqgen.
+type Order struct {
+	ID        int64     `gorm:"primaryKey" json:"id"`
+	Serial    string    `gorm:"size:64;not null;uniqueIndex" json:"serial"`
+	ProductID string    `gorm:"size:64;not null;index" json:"product_id"`
+	Quantity  int       `gorm:"not null" json:"quantity"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Service is the catalogue: its backends and the asidekit parts over them.
+type Service struct {
+	backend  string
+	db       *gorm.DB
+	rdb      *redis.Client
+	cache    *cacheaside.Cache
+	products *repo.Repository[Product, string]
+	orders   *seqgen.Generator
+	limiter  limit.Limiter
+	registry *prometheus.Registry
+	closers  []func() error // in reverse order
+}
+
+// Open connects to the backends (starting the embedded ones when cfg names
+// none), creates the tables, seeds the products and warms the filters.
+func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
+	s := &Service{registry: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := s.openBackends(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.db.AutoMigrate(&schema.SeqSegment{}, &Product{}, &Order{}); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+
+	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	if s.cache, err = cacheaside.New(s.rdb, &cacheaside.Options{Namespace: cfg.Namespace, Observer: obs}); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.cache.Close)
+	s.products, err = repo.New[Product, string](s.db, s.cache, repo.Options{
+		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex},
+		Filter: &bloom.Options{Namespace: cfg.Namespace, Capacity: 1_000_000, FalsePositiveRate: 0.01},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.orders, err = seqgen.New(s.rdb, s.db, &seqgen.Options{Namespace: cfg.Namespace, Location: time.UTC}); err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, s.orders.Close)
+	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: limit.PerSecond(cfg.PerIPRate), Burst: cfg.PerIPBurst},
+		&limit.Options{Namespace: cfg.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	s.registry.MustRegister(obs,
+		metrics.NewBloomCollector("products", s.products.Filter()),
+		metrics.NewBloomCollector("products.by.slug", s.products.FilterBy("slug")),
+		metrics.NewLimitCollector("per-ip", s.limiter),
+		metrics.NewSeqgenCollector("orders", s.orders),
+	)
+	if err := s.seed(ctx, cfg.Seed); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openBackends opens Redis and the database, embedded or real.
+func (s *Service) openBackends(cfg Config) error {
+	addr, redisName := cfg.RedisAddr, "redis "+cfg.RedisAddr
+	if addr == "" {
+		mr := miniredis.NewMiniRedis()
+		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("miniredis: %w", err)
+		}
+		mr.ClockTTL(true) // TTLs run down with the wall clock, as on a server
+		s.closers = append(s.closers, func() error { mr.Close(); return nil })
+		addr, redisName = mr.Addr(), "miniredis"
+	}
+	s.rdb = redis.NewClient(&redis.Options{Addr: addr})
+	s.closers = append(s.closers, s.rdb.Close)
+
+	// TranslateError makes a duplicate key match gorm.ErrDuplicatedKey.
+	gcfg := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent), TranslateError: true}
+	dbName := "postgres"
+	var dial gorm.Dialector
+	if cfg.PostgresDSN != "" {
+		dial = postgres.Open(cfg.PostgresDSN)
+	} else {
+		dir, err := os.MkdirTemp("", "catalog-")
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, func() error { return os.RemoveAll(dir) })
+		dial = sqlite.Open("file:" + filepath.Join(dir, "catalog.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+		dbName = "SQLite"
+	}
+	db, err := gorm.Open(dial, gcfg)
+	if err != nil {
+		return err
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, sqlDB.Close)
+	s.db, s.backend = db, redisName+" + "+dbName
+	return nil
+}
+
+// seed creates n products in one CreateMany when the table is empty, and
+// otherwise fills the Bloom filters from the table.
+func (s *Service) seed(ctx context.Context, n int) error {
+	var count int64
+	if err := s.products.DB(ctx).Count(&count).Error; err != nil {
+		return err
+	}
+	if count > 0 || n == 0 {
+		return s.products.WarmFilter(ctx)
+	}
+	ps := make([]Product, n)
+	for i := range ps {
+		ps[i] = Product{ID: fmt.Sprint("p", i+1), Slug: fmt.Sprint("product-", i+1), Name: fmt.Sprint("Product ", i+1), PriceCents: int64(100 * (i%50 + 1))}
+	}
+	err := s.products.CreateMany(ctx, ps)
+	if errors.Is(err, repo.ErrAfterCommit) {
+		// The rows are in; the filter adds or invalidations after them
+		// timed out (a slow embedded Redis): fill the filters again, with
+		// no deadline. Failed invalidations are retried in the background.
+		return s.products.WarmFilter(ctx)
+	}
+	return err
+}
+
+// Backend describes the backends, e.g. "miniredis + SQLite".
+func (s *Service) Backend() string { return s.backend }
+
+// Close releases everything Open made, last first.
+func (s *Service) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,52 @@
+package limit
+
+import "sync/atomic"
+
+// Stats are a limiter's counts of its own calls since it was made (in this
+// process; other processes sharing the keys count theirs). Each AllowN,
+// and each attempt of Wait, counts once; for a Semaphore, each attempt of
+// TryAcquire and Acquire.
+type Stats struct {
+	// Allowed counts calls allowed (leases given, for a Semaphore),
+	// failed-open ones included.
+	Allowed uint64
+	// Refused counts calls refused because the limit was reached.
+	Refused uint64
+	// Errors counts calls that got no answer from Redis (the context
+	// ended, or Redis failed), failed-open ones included, and calls with
+	// invalid input.
+	Errors uint64
+	// FailedOpen counts the Errors that Options.FailOpen let through.
+	FailedOpen uint64
+}
+
+// counters are a limiter's Stats, updated atomically.
+type counters struct {
+	allowed, refused, errors, failedOpen atomic.Uint64
+}
+
+// count records the outcome of one call.
+func (c *counters) count(allowed bool, err error) {
+	switch {
+	case err != nil && allowed:
+		c.errors.Add(1)
+		c.failedOpen.Add(1)
+		c.allowed.Add(1)
+	case err != nil:
+		c.errors.Add(1)
+	case allowed:
+		c.allowed.Add(1)
+	default:
+		c.refused.Add(1)
+	}
+}
+
+func (c *counters) stats() Stats {
+	return Stats{Allowed: c.allowed.Load(), Refused: c.refused.Load(), Errors: c.errors.Load(), FailedOpen: c.failedOpen.Load()}
+}
+
+func (l *limiter) Stats() Stats { return l.ctr.stats() }
+
+// Stats returns the Semaphore's counts: Allowed are leases given, Refused
+// attempts that found every slot taken.
+func (s *Semaphore) Stats() Stats { return s.ctr.stats() }

@@ -1,0 +1,32 @@
+package seqgen_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/seqgen"
+)
+
+// The first call of the day reserves its segment itself; the refill
+// threshold then reserves the next one in the background.
+func TestGenerator_Stats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.gen(t, func(o *seqgen.Options) { o.Segment = 100 })
+	for range 80 {
+		mustNext(t, g, "ORD")
+	}
+	// Wait for the background reservation to land (the DB mark moves).
+	deadline := time.Now().Add(30 * time.Second)
+	for dbMark(t, e.pg.DB, "ORD", "20261129") != 180 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background refill did not raise the DB mark to 180: %+v", g.Stats())
+		}
+		waitABit()
+	}
+	_ = g.Close() // waits for the refill to install its segment
+	want := seqgen.Stats{Reserved: 2, SyncRefills: 1, BackgroundRefills: 1}
+	if got := g.Stats(); got != want {
+		t.Fatalf("Stats after 80 numbers of a 100-number segment = %+v, want %+v", got, want)
+	}
+}
