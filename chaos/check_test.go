@@ -166,3 +166,22 @@ func TestSchedule_reproducible(t *testing.T) {
 		t.Fatal("another seed drew the same schedule")
 	}
 }
+
+func TestTouched(t *testing.T) {
+	ops := h(
+		Op{Kind: OpAllow, Proc: 0, Start: 10 * ms, End: 20 * ms},
+		Op{Kind: OpGet, Proc: 1, Start: 10 * ms, End: 100 * ms},
+	)
+	faults := []Fault{
+		{Kind: FaultCut, Proc: 0, Link: LinkGuard, At: 15 * ms, Dur: ms}, // during proc 0's call
+		{Kind: FaultCut, Proc: 0, Link: LinkGuard, At: 50 * ms, Dur: ms}, // after it
+		{Kind: FaultCut, Proc: 1, Link: LinkGuard, At: 15 * ms, Dur: ms}, // another process's link
+		{Kind: FaultKill, Proc: -1, At: 15 * ms},                         // PostgreSQL: not the limiter's
+	}
+	if n := touched(faults, ops, []Kind{OpAllow}, LinkGuard); n != 1 {
+		t.Fatalf("limiter touched by %d faults, want 1", n)
+	}
+	if n := touched(faults, ops, []Kind{OpGet}, LinkCache, LinkPG); n != 1 {
+		t.Fatalf("reads touched by %d faults, want 1 (the server fault)", n)
+	}
+}

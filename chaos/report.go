@@ -15,7 +15,9 @@ import (
 
 // Row is one line of the report's table.
 type Row struct {
-	Check      string `json:"check"`
+	Check string `json:"check"`
+	// Faults counts the faults that hit the links the check's operations
+	// use, while one of them ran (see touched).
 	Faults     int    `json:"faults"`
 	Operations int    `json:"operations"`
 	Violations int    `json:"violations"`
@@ -54,20 +56,22 @@ func (rn *run) check(conv convergence, rounds []loadRound, marks map[string]int6
 		}
 		return c
 	}
-	add := func(check string, n int, vs []Violation, c counts) *Row {
-		rep.Rows = append(rep.Rows, Row{Check: check, Faults: len(faults), Operations: n, Violations: len(vs), Errors: c, Divergent: "-", Recovery: "-"})
+	repoOps := []Kind{OpGet, OpGetMany, OpCreate, OpUpdate, OpPut, OpDelete}
+	add := func(check string, n int, vs []Violation, c counts, kinds []Kind, links ...Link) *Row {
+		rep.Rows = append(rep.Rows, Row{Check: check, Faults: touched(faults, ops, kinds, links...), Operations: n,
+			Violations: len(vs), Errors: c, Divergent: "-", Recovery: "-"})
 		rep.Violations = append(rep.Violations, vs...)
 		return &rep.Rows[len(rep.Rows)-1]
 	}
 
 	reads, vs := checkReads(ops)
-	add("reads (no stale read)", reads, vs, errs(OpGet, OpGetMany, OpCreate, OpUpdate, OpPut, OpDelete))
+	add("reads (no stale read)", reads, vs, errs(repoOps...), repoOps, LinkCache, LinkPG)
 
 	var cvs []Violation
 	for _, id := range conv.divergent {
 		cvs = append(cvs, Violation{Check: "converge", Key: id, At: rn.clk.now(), Msg: fmt.Sprintf("key %d: the cache differs from the table after quiescence", id)})
 	}
-	row := add("converge (cache = table)", conv.keys, cvs, counts{})
+	row := add("converge (cache = table)", conv.keys, cvs, counts{}, repoOps, LinkCache, LinkPG)
 	row.Divergent = keyList(conv.divergent)
 	row.Recovery = conv.recovery.Round(time.Millisecond).String()
 	if conv.err != nil {
@@ -77,19 +81,19 @@ func (rn *run) check(conv convergence, rounds []loadRound, marks map[string]int6
 	rep.Notes = append(rep.Notes, fmt.Sprintf("converge: %d keys whose last write's outcome was unknown were invalidated first (repo/cdc's job)", conv.ambiguous))
 
 	holds, vs := checkLock(ops)
-	add("lock (no overlapping fenced holders)", holds, vs, errs(OpHold))
+	add("lock (no overlapping fenced holders)", holds, vs, errs(OpHold), []Kind{OpHold, OpFenced}, LinkGuard, LinkPG)
 	nf, vs, unknown := checkFenced(ops, time.Minute)
-	add("lock fenced register (porcupine)", nf, vs, errs(OpFenced))
+	add("lock fenced register (porcupine)", nf, vs, errs(OpFenced), []Kind{OpFenced}, LinkPG)
 	if unknown {
 		rep.Notes = append(rep.Notes, "porcupine: the fenced register check timed out (unknown)")
 	}
 	ns, vs := checkSerials(ops, marks)
-	add("seqgen (unique, <= DB mark)", ns, vs, errs(OpSerial))
+	add("seqgen (unique, <= DB mark)", ns, vs, errs(OpSerial), []Kind{OpSerial}, LinkCache, LinkPG)
 	nl, vs := checkLimiter(ops)
-	add(fmt.Sprintf("limiter (<= %d per %v)", limitN, limitW), nl, vs, errs(OpAllow))
+	add(fmt.Sprintf("limiter (<= %d per %v)", limitN, limitW), nl, vs, errs(OpAllow), []Kind{OpAllow}, LinkGuard)
 
 	vs = checkLoads(rounds)
-	add("loads per expiry", len(rounds), vs, counts{})
+	add("loads per expiry", len(rounds), vs, counts{}, repoOps, LinkCache, LinkPG)
 	rep.Notes = append(rep.Notes, "loads per expiry: "+loadSummary(rounds))
 
 	if len(rep.Violations) > 0 {
