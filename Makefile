@@ -11,7 +11,7 @@ STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 # The repository's modules: the library, then the ones that carry heavy
 # dependencies so that the library's users do not (asidebench, the
 # Prometheus collectors, the peer comparison, the fault-injection suite).
-MODULES := . benchmarks metrics benchmarks/peers chaos
+MODULES := . benchmarks metrics benchmarks/peers chaos examples/catalog
 
 all: lint test
 

@@ -1,6 +1,6 @@
 module github.com/asidekit/asidekit/examples/catalog
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
@@ -13,6 +13,12 @@ require (
 )
 
 require (
+	github.com/jackc/pgio v1.0.0 // indirect
+	github.com/jackc/pglogrepl v0.0.0-20251213150135-2e8d0df862c1 // indirect
+)
+
+require (
+	github.com/asidekit/asidekit/metrics v0.0.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
@@ -43,3 +49,5 @@ require (
 )
 
 replace github.com/asidekit/asidekit => ../..
+
+replace github.com/asidekit/asidekit/metrics => ../../metrics
