@@ -72,9 +72,16 @@ const (
 	sharedIDs        = 50
 )
 
+// The leases last 30 s (renewed every 10 s): a lease lapses only if its
+// holder is held up for 20 s between taking it and storing (or renewing).
+// With 5 s, 100 goroutines of the race-instrumented binary on a 2-core
+// machine at load 25 starved holders past the lease; another caller then
+// took the lapsed lease and loaded the same ids again (no Redis error, no
+// timeout, no refused store: a second load the design allows once a lease
+// lapses, as for a holder that died), and the exact counts failed.
 func sharedEntities(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) []*Entity[user] {
-	p := Policy{Strategy: s, TTL: time.Minute, NullTTL: time.Minute, LockTTL: 5 * time.Second,
-		WaitTimeout: 20 * time.Second, MaxConcurrentLoads: -1}
+	p := Policy{Strategy: s, TTL: time.Minute, NullTTL: time.Minute, LockTTL: 30 * time.Second,
+		WaitTimeout: time.Minute, MaxConcurrentLoads: -1}
 	ents := make([]*Entity[user], sharedProcs)
 	for i := range ents {
 		ents[i] = newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)

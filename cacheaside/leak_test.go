@@ -38,7 +38,10 @@ func TestCache_Close_noGoroutineLeft(t *testing.T) {
 	close(gate)
 	<-waited
 	// A background refresh that is still running at Close.
-	a := newEntity[user](t, c, "a", Policy{Strategy: AsyncRefresh, TTL: 50 * time.Millisecond, Jitter: -1})
+	// Grace of a minute: the Get past the expiry is served stale and starts
+	// the refresh however slow the machine (a Get past Grace would load in
+	// the foreground, on a loader that only Close ends).
+	a := newEntity[user](t, c, "a", Policy{Strategy: AsyncRefresh, TTL: 50 * time.Millisecond, Grace: time.Minute, Jitter: -1})
 	_, _ = a.Get(ctx, "1", (&counter{}).load)
 	time.Sleep(80 * time.Millisecond)
 	refreshing := make(chan struct{})

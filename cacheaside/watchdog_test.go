@@ -11,8 +11,9 @@ import (
 
 // slowLockTTL is the lease lifetime of the slow-load tests: each test holds
 // a load for twice as long, so that a lease that is not renewed has lapsed
-// when the second process tries.
-const slowLockTTL = time.Second
+// when the second process tries. The lease is renewed every third of it:
+// a renewal may stall for 1.3 s (a busy machine) before the lease lapses.
+const slowLockTTL = 2 * time.Second
 
 // notRefreshing waits until e runs no background refresh of id.
 func notRefreshing[T any](t *testing.T, e *Entity[T], id string) {

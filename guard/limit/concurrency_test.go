@@ -114,13 +114,15 @@ func TestSemaphore_crashedHolder(t *testing.T) {
 func TestLease_Refresh_keepsTheSlot(t *testing.T) {
 	r := testcontainers.Redis(t)
 	ctx := context.Background()
-	const ttl = 600 * time.Millisecond
+	// Refreshed every ttl/4: one round may stall for 1.5 s before the
+	// lease lapses.
+	const ttl = 2 * time.Second
 	s := newSemaphore(t, r.Client, r.Namespace, Concurrency{Limit: 1, LeaseTTL: ttl})
 	l, err := s.TryAcquire(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 6 { // 900 ms, past the lease time
+	for range 6 { // 3 s, past the lease time
 		time.Sleep(ttl / 4)
 		if err := l.Refresh(ctx); err != nil {
 			t.Fatalf("Refresh = %v", err)

@@ -18,16 +18,18 @@ func TestLock_AutoRefresh_keepsAlive(t *testing.T) {
 	l := newLocker(t, rn, rn.Client)
 	ctx := context.Background()
 
-	const ttl = time.Second
+	// Refreshed every ttl/3: a refresh may stall for 1.3 s before the lock
+	// lapses.
+	const ttl = 2 * time.Second
 	lk := mustObtain(t, l, "r", ttl)
 	wctx, stop := lk.AutoRefresh(ctx)
 	defer stop()
-	time.Sleep(3 * ttl)
+	time.Sleep(2 * ttl) // time must pass: the lock outlives its ttl
 	if err := wctx.Err(); err != nil {
 		t.Fatalf("watchdog context ended: %v (cause %v)", err, context.Cause(wctx))
 	}
 	if d, err := lk.TTL(ctx); err != nil || d <= 0 {
-		t.Fatalf("TTL after 3 ttls under the watchdog = %v, %v", d, err)
+		t.Fatalf("TTL after 2 ttls under the watchdog = %v, %v", d, err)
 	}
 	if err := lk.Release(ctx); err != nil {
 		t.Fatal(err)
