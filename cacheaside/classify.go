@@ -24,7 +24,7 @@ type view[T any] struct {
 	state  state
 	v      T      // the value, for stateFresh, stateDue, stateStale and a value's stateExpired
 	expiry int64  // logical expiry, Unix ms
-	hdr    string // the entry's header: a refresh's observed state
+	hdr    string // the entry's header, for stateDue and stateStale: a refresh's observed state
 	found  bool   // v holds a decoded value
 }
 
@@ -50,7 +50,7 @@ func (e *Entity[T]) classify(b []byte, now int64) view[T] {
 	if err != nil {
 		return view[T]{state: stateCorrupt}
 	}
-	vw := view[T]{expiry: h.expiry, hdr: string(b[:headerLen])}
+	vw := view[T]{expiry: h.expiry}
 	fresh := now == 0 || now < h.expiry
 	if h.null {
 		vw.state = stateExpired
@@ -72,6 +72,9 @@ func (e *Entity[T]) classify(b []byte, now int64) view[T] {
 		vw.state = stateStale
 	default:
 		vw.state = stateExpired
+	}
+	if vw.state == stateDue || vw.state == stateStale {
+		vw.hdr = string(b[:headerLen]) // to be refreshed: kept only then
 	}
 	return vw
 }

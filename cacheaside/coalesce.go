@@ -19,52 +19,47 @@ import (
 // Entities use it for every Redis GET of Get and for the loads
 // of the fail-open path. The zero commitGroup is ready to use.
 type commitGroup[V any] struct {
-	mu    sync.Mutex
-	slots map[string]*commitSlot[V] // guarded by mu: keys with a call in flight
-}
-
-// commitSlot is a key with a call in flight.
-type commitSlot[V any] struct {
-	next *commitBatch[V] // guarded by commitGroup.mu: callers queued for the next call, or nil
+	mu sync.Mutex
+	// slots holds the keys with a call in flight, each with the batch of
+	// callers queued for the next call (nil when none). Guarded by mu.
+	slots map[string]*commitBatch[V]
 }
 
 // commitBatch is one call shared by the callers queued for it.
 type commitBatch[V any] struct {
-	fn      func(context.Context) (V, error) // the call of the caller that opened the batch
-	done    chan struct{}                    // closed when v and err are set
-	v       V                                // read-only once done
+	fn      func(context.Context, string) (V, error) // the call of the caller that opened the batch
+	done    chan struct{}                            // closed when v and err are set
+	v       V                                        // read-only once done
 	err     error
 	waiters int // guarded by commitGroup.mu: callers still waiting
 	ctx     context.Context
 	cancel  context.CancelFunc // ends the call when every caller has left
 }
 
-// do returns the result of fn, or of the fn of another caller of key,
-// from a call started after do was called. A queued caller whose ctx ends
-// leaves with ctx.Err(); the call goes on for the others, and is not made
-// (or is cancelled) when nobody waits for it any more.
-func (g *commitGroup[V]) do(ctx context.Context, key string, fn func(context.Context) (V, error)) (V, error) {
+// do returns the result of fn(ctx, key), or of the fn of another caller
+// of key, from a call started after do was called. A queued caller whose
+// ctx ends leaves with ctx.Err(); the call goes on for the others, and is
+// not made (or is cancelled) when nobody waits for it any more.
+func (g *commitGroup[V]) do(ctx context.Context, key string, fn func(context.Context, string) (V, error)) (V, error) {
 	g.mu.Lock()
-	s := g.slots[key]
-	if s == nil {
+	nb, busy := g.slots[key]
+	if !busy {
 		if g.slots == nil {
-			g.slots = make(map[string]*commitSlot[V])
+			g.slots = make(map[string]*commitBatch[V])
 		}
-		s = &commitSlot[V]{}
-		g.slots[key] = s
+		g.slots[key] = nil
 		g.mu.Unlock()
-		v, err := fn(ctx)
-		g.sendNext(key, s, false)
+		v, err := fn(ctx, key)
+		g.sendNext(key, false)
 		return v, err
 	}
-	nb := s.next
 	if nb == nil {
 		// The batch's call runs on a context of its own: it keeps the
 		// values of the caller that opened it (tracing) but not its
 		// cancellation.
 		bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		nb = &commitBatch[V]{fn: fn, done: make(chan struct{}), ctx: bctx, cancel: cancel}
-		s.next = nb
+		g.slots[key] = nb
 	}
 	nb.waiters++
 	g.mu.Unlock()
@@ -76,8 +71,8 @@ func (g *commitGroup[V]) do(ctx context.Context, key string, fn func(context.Con
 		g.mu.Lock()
 		nb.waiters--
 		if nb.waiters == 0 {
-			if s.next == nb {
-				s.next = nil // not started yet: never start it
+			if next, ok := g.slots[key]; ok && next == nb {
+				g.slots[key] = nil // not started yet: never start it
 			}
 			nb.cancel()
 		}
@@ -89,34 +84,34 @@ func (g *commitGroup[V]) do(ctx context.Context, key string, fn func(context.Con
 
 // sendNext is called when key's call in flight has returned: it starts
 // the call of the callers queued meanwhile, and the next ones while
-// callers keep queuing, or retires the slot. inline says whether the
+// callers keep queuing, or retires the key. inline says whether the
 // caller is already a goroutine of its own (a batch runner) that may keep
 // going; a caller's own do hands the queue to a new goroutine and returns.
-func (g *commitGroup[V]) sendNext(key string, s *commitSlot[V], inline bool) {
+func (g *commitGroup[V]) sendNext(key string, inline bool) {
 	for {
 		g.mu.Lock()
-		nb := s.next
-		s.next = nil
+		nb := g.slots[key]
 		if nb == nil {
 			delete(g.slots, key)
 			g.mu.Unlock()
 			return
 		}
+		g.slots[key] = nil // nb is in flight now; later callers queue anew
 		g.mu.Unlock()
 		if !inline {
 			go func() {
-				nb.run()
-				g.sendNext(key, s, true)
+				nb.run(key)
+				g.sendNext(key, true)
 			}()
 			return
 		}
-		nb.run()
+		nb.run(key)
 	}
 }
 
 // run makes one batch's call and hands its result to the batch's callers.
-func (nb *commitBatch[V]) run() {
-	nb.v, nb.err = nb.fn(nb.ctx)
+func (nb *commitBatch[V]) run(key string) {
+	nb.v, nb.err = nb.fn(nb.ctx, key)
 	nb.cancel()
 	close(nb.done)
 }
@@ -126,8 +121,8 @@ func (nb *commitBatch[V]) run() {
 func (g *commitGroup[V]) waiting(key string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s := g.slots[key]; s != nil && s.next != nil {
-		return s.next.waiters
+	if nb := g.slots[key]; nb != nil {
+		return nb.waiters
 	}
 	return 0
 }

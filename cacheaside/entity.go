@@ -30,8 +30,9 @@ type Entity[T any] struct {
 	active     atomic.Int64 // loader calls running now
 	flight     flight[T]
 	reads      commitGroup[[]byte] // GETs
-	direct     commitGroup[T]      // fail-open loads
-	refreshing sync.Map            // id -> struct{}: refreshes running in this process
+	getEntry   func(context.Context, string) ([]byte, error)
+	direct     commitGroup[T] // fail-open loads
+	refreshing sync.Map       // id -> struct{}: refreshes running in this process
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -65,6 +66,7 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 		lockPX: ms(p.LockTTL),
 		graceM: p.Grace.Milliseconds(),
 	}
+	e.getEntry = func(ctx context.Context, key string) ([]byte, error) { return c.client.Get(ctx, key).Bytes() }
 	longest := max(time.Duration(float64(p.TTL)*(1+p.Jitter))+p.Grace, time.Duration(float64(p.NullTTL)*(1+p.Jitter)))
 	e.verPX = ms(longest + p.LockTTL + time.Minute)
 	return e, nil
@@ -182,9 +184,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 // in this process by group commit (see commitGroup): a lone reader sends
 // its GET at once; while one is in flight, readers queue for the next.
 func (e *Entity[T]) read(ctx context.Context, key string) ([]byte, error) {
-	return e.reads.do(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return e.c.client.Get(ctx, key).Bytes()
-	})
+	return e.reads.do(ctx, key, e.getEntry)
 }
 
 // corrupt deletes an entry that is not ours (or is damaged) and counts it.

@@ -41,7 +41,7 @@ func (e *Entity[T]) note(ctx context.Context, err error) {
 // completed before the caller began. With strategy None every caller
 // loads on its own.
 func (e *Entity[T]) failOpen(ctx context.Context, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
-	f := func(ctx context.Context) (T, error) {
+	f := func(ctx context.Context, id string) (T, error) {
 		v, _, err := e.invoke(ctx, id, load)
 		return v, err
 	}
@@ -50,7 +50,7 @@ func (e *Entity[T]) failOpen(ctx context.Context, id string, load func(context.C
 	if e.p.Strategy.shares() {
 		v, err = e.direct.do(ctx, id, f)
 	} else {
-		v, err = f(ctx)
+		v, err = f(ctx, id)
 	}
 	return e.result(v, err, st)
 }
