@@ -50,6 +50,10 @@
 // the error matches ErrAfterCommit: the write is not lost, and cacheaside
 // retries failed invalidations in the background.
 //
+// Writes that bypass the repository (plain SQL, other services, a write
+// whose COMMIT reply was lost) invalidate nothing; package repo/cdc follows
+// PostgreSQL's WAL and applies them through AddChange and InvalidateAll.
+//
 // InsertIfAbsent de-duplicates on a unique key (Options.UniqueKey) with
 // INSERT … ON CONFLICT DO NOTHING: the unique index decides, never a racy
 // read-then-insert.
