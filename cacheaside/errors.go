@@ -39,6 +39,15 @@ var (
 	// exceeds Options.MaxValueSize.
 	ErrValueTooLarge = errors.New("cacheaside: value too large")
 
+	// ErrInvalidPolicy is returned (wrapped, with the reason) by NewEntity
+	// for a Policy it cannot use: a negative TTL, LockTTL, WaitTimeout,
+	// RefreshTimeout or Beta, a Jitter above 1, an unknown Strategy.
+	ErrInvalidPolicy = errors.New("cacheaside: invalid policy")
+
+	// ErrInvalidOptions is returned (wrapped, with the reason) by New for a
+	// nil client or Options it cannot use.
+	ErrInvalidOptions = errors.New("cacheaside: invalid options")
+
 	// ErrClosed is returned by NewEntity on a closed Cache.
 	ErrClosed = errors.New("cacheaside: cache closed")
 )
