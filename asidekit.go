@@ -121,7 +121,7 @@ func (k *Kit) Filter(name string, opts *bloom.Options) (*bloom.Filter, error) {
 	if err := sameNamespace("bloom.Options", &o.Namespace, k.cfg.Namespace); err != nil {
 		return nil, err
 	}
-	return bloom.New(k.cfg.Redis, name, o)
+	return bloom.New(k.cfg.Redis, name, &o)
 }
 
 // LimitOptions returns a copy of opts (nil: limit's defaults) in the Kit's

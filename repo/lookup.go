@@ -95,7 +95,7 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 	}
 	if want != nil && o.Filter != nil {
 		var err error
-		if c.uniq.filter, err = bloom.New(o.FilterClient, c.uniq.name, *o.Filter); err != nil {
+		if c.uniq.filter, err = bloom.New(o.FilterClient, c.uniq.name, o.Filter); err != nil {
 			return fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
 		}
 	}
