@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -134,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Env, error) {
 	if err := e.dbc.register(e.DB); err != nil {
 		return nil, fmt.Errorf("benchmarks: register GORM callbacks: %w", err)
 	}
-	if err := schema.Migrate(e.DB.WithContext(ctx)); err != nil {
+	if err := sample.Migrate(e.DB.WithContext(ctx)); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -2,7 +2,6 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -80,7 +79,7 @@ type Cache struct {
 // New returns a Cache over client. opts may be nil.
 func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if client == nil {
-		return nil, errors.New("cacheaside: nil redis client")
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
 	}
 	var o Options
 	if opts != nil {
@@ -88,7 +87,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	}
 	ns, err := keys.Namespace(o.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("cacheaside: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if o.Codec == nil {
 		o.Codec = JSON{}

@@ -114,7 +114,7 @@
 // # Failure
 //
 // Loader panics are recovered and returned to every waiter as an error
-// matching ErrLoaderPanic (with the panic value and stack); the lease is
+// matching ErrPanic (with the panic value and stack); the lease is
 // released. A loader error with a stale value still within Policy.Grace
 // serves the stale value. Failed invalidations are retried in the
 // background until they succeed or the Cache is closed.

@@ -70,7 +70,7 @@ func TestEntity_Set_Invalidate(t *testing.T) {
 func TestEntity_Get_nullCachingOff(t *testing.T) {
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
-	e := newEntity[user](t, c, "user", Policy{})
+	e := newEntity[user](t, c, "user", Policy{NullTTL: Disabled})
 	var l counter
 	l.absent = map[string]bool{"x": true}
 	for i := 0; i < 3; i++ {
@@ -78,7 +78,7 @@ func TestEntity_Get_nullCachingOff(t *testing.T) {
 		mustNotFound(t, err)
 	}
 	if n := l.calls.Load(); n != 3 {
-		t.Fatalf("loader calls = %d, want 3 with NullTTL 0", n)
+		t.Fatalf("loader calls = %d, want 3 with NullTTL Disabled", n)
 	}
 }
 

@@ -20,9 +20,15 @@ var (
 	// stale value within Grace was available).
 	ErrWaitTimeout = errors.New("cacheaside: timed out waiting for the value to be rebuilt")
 
-	// ErrLoaderPanic matches (errors.Is) the error every waiter of a load
-	// gets when the loader panicked. The error is a *PanicError.
-	ErrLoaderPanic = errors.New("cacheaside: loader panicked")
+	// ErrPanic matches (errors.Is) the error every waiter of a load gets
+	// when the loader panicked. The error is a *PanicError. Every asidekit
+	// package names a panicking callback ErrPanic (guard/bloom, seqgen).
+	ErrPanic = errors.New("cacheaside: loader panicked")
+
+	// ErrLoaderPanic is ErrPanic's former name.
+	//
+	// Deprecated: use ErrPanic.
+	ErrLoaderPanic = ErrPanic
 
 	// ErrInvalidationPending is returned by Invalidate (and Set) when Redis
 	// could not be reached: the invalidation is queued and retried in the
@@ -38,6 +44,15 @@ var (
 	// loaded values, which are then served uncached) when an encoded entry
 	// exceeds Options.MaxValueSize.
 	ErrValueTooLarge = errors.New("cacheaside: value too large")
+
+	// ErrInvalidPolicy is returned (wrapped, with the reason) by NewEntity
+	// for a Policy it cannot use: a negative TTL, LockTTL, WaitTimeout,
+	// RefreshTimeout or Beta, a Jitter above 1, an unknown Strategy.
+	ErrInvalidPolicy = errors.New("cacheaside: invalid policy")
+
+	// ErrInvalidOptions is returned (wrapped, with the reason) by New for a
+	// nil client or Options it cannot use.
+	ErrInvalidOptions = errors.New("cacheaside: invalid options")
 
 	// ErrClosed is returned by NewEntity on a closed Cache.
 	ErrClosed = errors.New("cacheaside: cache closed")
@@ -55,8 +70,8 @@ func (p *PanicError) Error() string {
 	return fmt.Sprintf("cacheaside: loader panicked: %v", p.Value)
 }
 
-// Is reports whether target is ErrLoaderPanic.
-func (p *PanicError) Is(target error) bool { return target == ErrLoaderPanic }
+// Is reports whether target is ErrPanic.
+func (p *PanicError) Is(target error) bool { return target == ErrPanic }
 
 // Unwrap returns the panic value when it is an error.
 func (p *PanicError) Unwrap() error {

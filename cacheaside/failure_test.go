@@ -49,7 +49,7 @@ func TestEntity_Get_loaderPanic(t *testing.T) {
 	for i := 0; i < local; i++ {
 		err := <-errs
 		var pe *PanicError
-		if !errors.Is(err, ErrLoaderPanic) || !errors.As(err, &pe) || pe.Value != "boom" || len(pe.Stack) == 0 {
+		if !errors.Is(err, ErrPanic) || !errors.As(err, &pe) || pe.Value != "boom" || len(pe.Stack) == 0 {
 			t.Fatalf("waiter %d: err = %v, want the panic as an error", i, err)
 		}
 	}

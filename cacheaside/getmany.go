@@ -27,7 +27,7 @@ import (
 // by WaitTimeout, counted from its start: an id still missing then is
 // served stale within Grace if possible, and otherwise left out, GetMany
 // returning ErrWaitTimeout with the rest. As with Get, an absent id that is
-// not null-cached (NullTTL 0) is loaded again by each waiter.
+// not null-cached (NullTTL Disabled) is loaded again by each waiter.
 //
 // AsyncRefresh and EarlyRefresh values due for a refresh are served and
 // refreshed in the background, as one batch under per-id leases. When a

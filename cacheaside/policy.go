@@ -41,18 +41,24 @@ func (s Strategy) String() string {
 }
 
 // Policy configures one entity. The zero Policy is usable: a 10-minute TTL
-// with 10% jitter, no null caching, Strategy None.
+// with 10% jitter, absences cached for a minute, Strategy None.
+//
+// Every field follows one rule: its zero value means the documented default,
+// and for the fields that can be switched off (Jitter, NullTTL, Grace,
+// MaxConcurrentLoads) Disabled, or any negative value, switches them off.
+// repo uses the same Policy with the same meanings.
 type Policy struct {
 	// TTL is the base lifetime of a cached value. Default 10 minutes.
 	TTL time.Duration
 
 	// Jitter spreads every write's lifetime uniformly over
 	// [TTL·(1−Jitter), TTL·(1+Jitter)]; it applies to NullTTL too. Default
-	// 0.1; a negative value disables jitter; at most 1.
+	// 0.1 (DefaultJitter); Disabled turns jitter off; at most 1.
 	Jitter float64
 
 	// NullTTL is how long a "not found" answer is cached (jittered). Default
-	// 0: absences are not cached.
+	// one minute (DefaultNullTTL); Disabled turns null caching off, so every
+	// read of an absent id calls the loader.
 	NullTTL time.Duration
 
 	// Strategy is the breakdown strategy. Default None.
@@ -66,8 +72,8 @@ type Policy struct {
 
 	// Grace is how long past its logical expiry a value is kept and may be
 	// served stale: by AsyncRefresh while it refreshes, and by every
-	// strategy when the loader fails. Default 0, except for AsyncRefresh
-	// whose default is TTL; a negative value means no grace.
+	// strategy when the loader fails. Default none, except for AsyncRefresh
+	// whose default is TTL; Disabled means no grace for AsyncRefresh too.
 	Grace time.Duration
 
 	// LockTTL is the lifetime of a rebuild lease (Mutex, AsyncRefresh,
@@ -88,7 +94,7 @@ type Policy struct {
 	// MaxConcurrentLoads caps the loader calls this entity runs at once in
 	// this process, on every path (normal misses and the fail-open path
 	// when Redis is down; a GetMany batch load takes one slot). A caller
-	// over the cap gets ErrOverloaded at once. Default 64; negative means
+	// over the cap gets ErrOverloaded at once. Default 64; Disabled means
 	// no cap.
 	MaxConcurrentLoads int
 
@@ -119,10 +125,16 @@ type Policy struct {
 	RefreshTimeout time.Duration
 }
 
+// Disabled switches off a Policy field that has an off state: Jitter,
+// NullTTL, Grace, MaxConcurrentLoads. It is untyped, so it fits the
+// durations, the ratio and the count alike; any negative value means the same.
+const Disabled = -1
+
 // Default values of Policy fields.
 const (
 	DefaultTTL                = 10 * time.Minute
 	DefaultJitter             = 0.1
+	DefaultNullTTL            = time.Minute
 	DefaultLockTTL            = 3 * time.Second
 	DefaultWaitTimeout        = 5 * time.Second
 	DefaultMaxConcurrentLoads = 64
@@ -132,14 +144,14 @@ const (
 // withDefaults returns p with zero fields replaced by their defaults, or an
 // error for values that make no sense.
 func (p Policy) withDefaults() (Policy, error) {
-	if p.TTL < 0 || p.NullTTL < 0 || p.LockTTL < 0 || p.WaitTimeout < 0 || p.RefreshTimeout < 0 || p.Beta < 0 {
-		return p, fmt.Errorf("cacheaside: negative TTL, NullTTL, LockTTL, WaitTimeout, RefreshTimeout or Beta in policy")
+	if p.TTL < 0 || p.LockTTL < 0 || p.WaitTimeout < 0 || p.RefreshTimeout < 0 || p.Beta < 0 {
+		return p, fmt.Errorf("%w: negative TTL, LockTTL, WaitTimeout, RefreshTimeout or Beta", ErrInvalidPolicy)
 	}
 	if p.Strategy < None || p.Strategy > EarlyRefresh {
-		return p, fmt.Errorf("cacheaside: unknown strategy %v", p.Strategy)
+		return p, fmt.Errorf("%w: unknown strategy %v", ErrInvalidPolicy, p.Strategy)
 	}
 	if p.Jitter > 1 {
-		return p, fmt.Errorf("cacheaside: jitter %v > 1", p.Jitter)
+		return p, fmt.Errorf("%w: jitter %v > 1", ErrInvalidPolicy, p.Jitter)
 	}
 	if p.TTL == 0 {
 		p.TTL = DefaultTTL
@@ -149,6 +161,12 @@ func (p Policy) withDefaults() (Policy, error) {
 		p.Jitter = DefaultJitter
 	case p.Jitter < 0:
 		p.Jitter = 0
+	}
+	switch {
+	case p.NullTTL == 0:
+		p.NullTTL = DefaultNullTTL
+	case p.NullTTL < 0:
+		p.NullTTL = 0
 	}
 	switch {
 	case p.Grace == 0 && p.Strategy.servesStale():

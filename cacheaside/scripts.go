@@ -3,10 +3,10 @@ package cacheaside
 import (
 	"context"
 	_ "embed"
-	"math/rand/v2"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 var (
@@ -38,9 +38,7 @@ var (
 // newToken returns a random token for versions and leases. Tokens are
 // never reused, so a version key that expired and was recreated can never
 // equal a token read before.
-func newToken() string {
-	return strconv.FormatUint(rand.Uint64(), 36)
-}
+func newToken() string { return token.New() }
 
 // scriptCall is one script invocation of a pipelined batch.
 type scriptCall struct {

@@ -38,6 +38,10 @@
 // invalidates nothing and adds nothing to the filter. Create and Put add the
 // id to the Bloom filter and clear a cached "not found"; writes that change
 // a unique column also invalidate the old and the new mapping of GetBy.
+// A write that breaks a unique constraint returns ErrDuplicate, which
+// errors.Is also matches with gorm.ErrDuplicatedKey, whether or not the
+// *gorm.DB was opened with gorm.Config{TranslateError: true}. Put leaves v
+// holding the row as stored, timestamps included.
 // With a gorm.DeletedAt in the model, Delete is a soft delete: reads no
 // longer see the row, and Create may use its primary key again (it
 // replaces the deleted row). Ids are checked before any write: one that

@@ -24,7 +24,7 @@ func (c *core[T, ID]) initLookupFilter(l *lookup[ID], o Options) error {
 	if o.Filter == nil || (len(l.fields) > 1 && l != c.uniq) {
 		return nil
 	}
-	f, err := bloom.New(o.FilterClient, l.name, *o.Filter)
+	f, err := bloom.New(o.FilterClient, l.name, o.Filter)
 	if err != nil {
 		return fmt.Errorf("%w: filter %s: %w", ErrInvalidOptions, l.name, err)
 	}

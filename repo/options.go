@@ -2,7 +2,6 @@ package repo
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,9 +14,10 @@ import (
 // table's name in keys.
 type Options struct {
 	// Policy is the cacheaside Policy of the entity, and of the GetBy
-	// mappings (without the Filter). A zero NullTTL means DefaultNullTTL,
-	// because a repository caches absent rows; a negative one disables
-	// null caching. Policy.Filter must be nil when Filter is set.
+	// mappings (without the Filter), with cacheaside's meanings: a zero
+	// NullTTL caches absent rows for cacheaside.DefaultNullTTL,
+	// cacheaside.Disabled turns null caching off. Policy.Filter must be nil
+	// when Filter is set.
 	Policy cacheaside.Policy
 
 	// Filter, when set, sizes the Bloom filters the repository creates:
@@ -55,8 +55,8 @@ type Options struct {
 // Defaults of Options.
 const (
 	// DefaultNullTTL is how long an absent row is cached when
-	// Policy.NullTTL is zero.
-	DefaultNullTTL = time.Minute
+	// Policy.NullTTL is zero: cacheaside's default, the same in both layers.
+	DefaultNullTTL = cacheaside.DefaultNullTTL
 	// DefaultBatchSize is the default Options.BatchSize.
 	DefaultBatchSize = 1000
 	// maxBatchSize keeps a statement under PostgreSQL's 65535 parameters.
@@ -65,12 +65,6 @@ const (
 
 // withDefaults returns a copy of o with its defaults filled in.
 func (o Options) withDefaults(table string) (Options, error) {
-	switch {
-	case o.Policy.NullTTL == 0:
-		o.Policy.NullTTL = DefaultNullTTL
-	case o.Policy.NullTTL < 0:
-		o.Policy.NullTTL = 0
-	}
 	if o.Filter != nil && o.Policy.Filter != nil {
 		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalidOptions)
 	}

@@ -93,7 +93,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	}
 	pol := o.Policy
 	if o.Filter != nil {
-		if c.filter, err = bloom.New(o.FilterClient, o.Name, *o.Filter); err != nil {
+		if c.filter, err = bloom.New(o.FilterClient, o.Name, o.Filter); err != nil {
 			return nil, fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
 		}
 		pol.Filter = c.filter

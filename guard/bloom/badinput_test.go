@@ -42,7 +42,7 @@ func TestNew_badInput(t *testing.T) {
 		{"Shards above MaxShards", r.Client, "f", with(func(o *bloom.Options) { o.Shards = bloom.MaxShards + 1 })},
 		{"one shard past 512 MB", r.Client, "f", with(func(o *bloom.Options) { o.Capacity, o.Shards = 1e10, 1 })},
 	} {
-		f, err := bloom.New(tc.client, tc.name, tc.opts)
+		f, err := bloom.New(tc.client, tc.name, &tc.opts)
 		if !errors.Is(err, bloom.ErrInvalidOptions) || f != nil {
 			t.Errorf("New, %s: %v, %v; want ErrInvalidOptions", tc.what, f, err)
 		}
@@ -168,7 +168,7 @@ func TestFilter_badInput_deadRedis(t *testing.T) {
 	ctx := testCtx(t)
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	defer dead.Close()
-	f, err := bloom.New(dead, "d", bloom.Options{Capacity: 1000, FalsePositiveRate: 0.01, Shards: 3})
+	f, err := bloom.New(dead, "d", &bloom.Options{Capacity: 1000, FalsePositiveRate: 0.01, Shards: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +208,11 @@ func TestFilter_Rebuild_sourceIgnoresAddError(t *testing.T) {
 		t.Fatalf("Rebuild whose Source ignored a failed add = %v, want that add's error", err)
 	}
 	checkAborted(t, ctx, r, f, name, shards, before)
+}
+
+func TestNew_nilOptions(t *testing.T) {
+	r := testcontainers.Redis(t)
+	if _, err := bloom.New(r.Client, "f", nil); !errors.Is(err, bloom.ErrInvalidOptions) {
+		t.Fatalf("New with nil Options = %v, want ErrInvalidOptions", err)
+	}
 }

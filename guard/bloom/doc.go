@@ -5,7 +5,7 @@
 //
 // # Sizing
 //
-// New(client, name, Options{Capacity: n, FalsePositiveRate: p}) computes
+// New(client, name, &Options{Capacity: n, FalsePositiveRate: p}) computes
 // m = −n·ln p / (ln 2)² bits and k = round(m/n · ln 2) hash functions, and
 // splits the m bits over Shards Redis strings (by default as many 8 MiB
 // shards as needed; never more than Redis's 512 MB per string).

@@ -26,9 +26,16 @@ var (
 	// The filter stays correct: the newer rebuild finishes the job.
 	ErrRebuildSuperseded = errors.New("bloom: rebuild superseded by a newer one")
 
-	// ErrSourcePanicked is returned by Rebuild when the Source panicked; the
-	// rebuild is aborted and the current generation stays in place.
-	ErrSourcePanicked = errors.New("bloom: rebuild source panicked")
+	// ErrPanic is returned (wrapping the panic value) by Rebuild when a
+	// user callback, the Source, panicked; the rebuild is aborted and the
+	// current generation stays in place. Every asidekit package names a
+	// panicking callback ErrPanic (cacheaside, seqgen).
+	ErrPanic = errors.New("bloom: rebuild source panicked")
+
+	// ErrSourcePanicked is ErrPanic's former name.
+	//
+	// Deprecated: use ErrPanic.
+	ErrSourcePanicked = ErrPanic
 )
 
 // Error replies of the Lua scripts, mapped at the boundary.

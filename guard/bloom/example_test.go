@@ -30,7 +30,7 @@ func Example() {
 	client := exampleClient()
 	defer client.Close()
 
-	users, err := bloom.New(client, "user", bloom.Options{
+	users, err := bloom.New(client, "user", &bloom.Options{
 		Namespace:         exampleNamespace(),
 		Capacity:          1_000_000,
 		FalsePositiveRate: 0.01,
@@ -63,7 +63,7 @@ func ExampleFilter_Rebuild() {
 	client := exampleClient()
 	defer client.Close()
 
-	orders, err := bloom.New(client, "order", bloom.Options{
+	orders, err := bloom.New(client, "order", &bloom.Options{
 		Namespace: exampleNamespace(), Capacity: 10_000, FalsePositiveRate: 0.001,
 	})
 	if err != nil {
@@ -99,7 +99,7 @@ func ExampleFilter_Stats() {
 	client := exampleClient()
 	defer client.Close()
 
-	f, err := bloom.New(client, "sizing", bloom.Options{
+	f, err := bloom.New(client, "sizing", &bloom.Options{
 		Namespace: exampleNamespace(), Capacity: 1_000_000, FalsePositiveRate: 0.01,
 	})
 	if err != nil {

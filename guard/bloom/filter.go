@@ -22,11 +22,15 @@ type Filter struct {
 }
 
 // New returns the filter called name, sized by opts. It does not touch
-// Redis: the keys are created by the first Add. Bad options are an error
-// wrapping ErrInvalidOptions.
-func New(client redis.UniversalClient, name string, opts Options) (*Filter, error) {
+// Redis: the keys are created by the first Add. Bad options, and a nil opts
+// (Capacity and FalsePositiveRate have no default), are an error wrapping
+// ErrInvalidOptions. opts is copied.
+func New(client redis.UniversalClient, name string, opts *Options) (*Filter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
+	}
+	if opts == nil {
+		return nil, fmt.Errorf("%w: nil Options: Capacity and FalsePositiveRate are required", ErrInvalidOptions)
 	}
 	ns, err := keys.Namespace(opts.Namespace)
 	if err != nil {
@@ -36,7 +40,7 @@ func New(client redis.UniversalClient, name string, opts Options) (*Filter, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: filter name: %w", ErrInvalidOptions, err)
 	}
-	l, err := newLayout(opts)
+	l, err := newLayout(*opts)
 	if err != nil {
 		return nil, err
 	}

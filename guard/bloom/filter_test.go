@@ -201,7 +201,7 @@ func TestNew_invalidOptions(t *testing.T) {
 		{"nil client", nil, "f", ok, "nil Redis client"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := bloom.New(tc.client, tc.filter, tc.opts)
+			f, err := bloom.New(tc.client, tc.filter, &tc.opts)
 			if !errors.Is(err, bloom.ErrInvalidOptions) || f != nil {
 				t.Fatalf("New = %v, %v; want ErrInvalidOptions", f, err)
 			}

@@ -24,7 +24,7 @@ func testCtx(t testing.TB) context.Context {
 func newFilter(t testing.TB, c redis.UniversalClient, ns, name string, opts bloom.Options) *bloom.Filter {
 	t.Helper()
 	opts.Namespace = ns
-	f, err := bloom.New(c, name, opts)
+	f, err := bloom.New(c, name, &opts)
 	if err != nil {
 		t.Fatalf("New(%q, %+v): %v", name, opts, err)
 	}

@@ -2,14 +2,14 @@ package bloom
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Source streams every key that belongs in the filter, in batches, calling
@@ -37,7 +37,7 @@ const cleanupTimeout = 10 * time.Second
 // that a key written to the database and Added before that is in the
 // source, and one Added after is written to both generations.
 //
-// On error, including a Source error or panic (ErrSourcePanicked) and a
+// On error, including a Source error or panic (ErrPanic) and a
 // cancelled ctx, the rebuild is aborted and readers keep the current
 // generation. If a newer Rebuild of the same filter starts meanwhile, this
 // one returns ErrRebuildSuperseded and the newer one finishes the job.
@@ -48,10 +48,7 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	token, err := newToken()
-	if err != nil {
-		return fmt.Errorf("bloom: rebuild filter %q: %w", f.name, err)
-	}
+	lease := token.New()
 
 	// Whatever goes wrong from here, even a panic in src, give the next
 	// generation back: shards that switched stay switched (they are
@@ -63,20 +60,20 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if aerr := f.abort(cctx, token, switched); aerr != nil {
+		if aerr := f.abort(cctx, lease, switched); aerr != nil {
 			err = fmt.Errorf("%w (and aborting it failed: %v)", err, aerr)
 		}
 	}()
 
 	// 1. Every shard: clear the next buffer, start writing adds to both.
-	if err := f.perShard(ctx, beginScript, []any{f.layout.fingerprint, token}, nil); err != nil {
+	if err := f.perShard(ctx, beginScript, []any{f.layout.fingerprint, lease}, nil); err != nil {
 		return fmt.Errorf("bloom: rebuild filter %q: begin: %w", f.name, err)
 	}
 
 	// 2. Fill the next generation from the source.
 	var over atomic.Bool
 	var addErr atomic.Pointer[error] // the first failed add
-	lead := []any{token, f.layout.k}
+	lead := []any{lease, f.layout.k}
 	add := func(keys []string) error {
 		if over.Load() {
 			return errRebuildOver
@@ -104,7 +101,7 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 	// Each shard switches atomically, and an element lives in one shard,
 	// so no reader ever sees a half-built generation.
 	superseded := 0
-	err = f.perShard(ctx, switchScript, []any{token}, func(shard int, cmd *redis.Cmd) error {
+	err = f.perShard(ctx, switchScript, []any{lease}, func(shard int, cmd *redis.Cmd) error {
 		switch serr := f.mapScriptError(cmd.Err()); {
 		case serr == nil:
 			switched[shard] = true
@@ -131,7 +128,7 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 func runSource(ctx context.Context, src Source, add func([]string) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrSourcePanicked, r)
+			err = fmt.Errorf("%w: %v", ErrPanic, r)
 		}
 	}()
 	return src(ctx, add)
@@ -153,12 +150,4 @@ func (f *Filter) abort(ctx context.Context, token string, switched []bool) error
 		calls = calls[n:]
 	}
 	return nil
-}
-
-func newToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
 }

@@ -46,7 +46,7 @@ func TestFilter_Rebuild_sourceFails(t *testing.T) {
 		{"error", func(context.Context, context.CancelFunc) error { return errBoom },
 			func(err error) bool { return errors.Is(err, errBoom) }},
 		{"panic", func(context.Context, context.CancelFunc) error { panic("source bug") },
-			func(err error) bool { return errors.Is(err, bloom.ErrSourcePanicked) }},
+			func(err error) bool { return errors.Is(err, bloom.ErrPanic) }},
 		{"cancelled", func(ctx context.Context, cancel context.CancelFunc) error { cancel(); return ctx.Err() },
 			func(err error) bool { return errors.Is(err, context.Canceled) }},
 		{"cancelled, source ignores it", func(_ context.Context, cancel context.CancelFunc) error { cancel(); return nil },

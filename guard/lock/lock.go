@@ -2,12 +2,12 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Lock is a held lock, from a Locker (one Redis) or a Redlock (a quorum of
@@ -47,11 +47,7 @@ func (l *Lock) init(name, token string, fence int64, ttl time.Duration, h holder
 }
 
 // newToken returns 128 random bits, URL-safe base64 encoded (22 bytes).
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand.Read crashes the program instead
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+func newToken() string { return token.New() }
 
 // Key returns the lock's name, as given to Obtain.
 func (l *Lock) Key() string { return l.name }

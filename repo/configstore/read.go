@@ -2,12 +2,12 @@ package configstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // maxReadAttempts bounds how often a read rebuilds a hash that keeps
@@ -199,12 +199,9 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 	wait := 2 * time.Millisecond
 	waited := false
 	for {
-		token, err := newToken()
-		if err != nil {
-			return err
-		}
+		lease := token.New()
 		state, err := lockScript.Run(ctx, s.rdb, []string{s.hash, s.lock},
-			token, strconv.FormatInt(s.opts.LockTTL.Milliseconds(), 10)).Int()
+			lease, strconv.FormatInt(s.opts.LockTTL.Milliseconds(), 10)).Int()
 		if err != nil {
 			return fmt.Errorf("configstore: rebuild lock: %w", redisErr(err))
 		}
@@ -215,7 +212,7 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 			}
 			return nil
 		case 2:
-			return s.rebuildLocked(ctx, token)
+			return s.rebuildLocked(ctx, lease)
 		}
 		if !time.Now().Add(wait).Before(deadline) {
 			return fmt.Errorf("%w (%s)", ErrTimeout, s.opts.WaitTimeout)
@@ -249,12 +246,4 @@ func (s *Store) rebuildLocked(ctx context.Context, token string) error {
 	}
 	s.stats.rebuilds.Add(1)
 	return nil
-}
-
-func newToken() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("configstore: lock token: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
 }

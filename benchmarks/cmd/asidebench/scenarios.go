@@ -116,5 +116,5 @@ func writeJSONFile(name string, results []benchmarks.Result) error {
 
 // commandLine quotes the command for the report, without a DSN's secrets.
 func commandLine(args []string) string {
-	return benchmarks.CommandLine("go run ./benchmarks/cmd/asidebench", args)
+	return benchmarks.CommandLine("cd benchmarks && go run ./cmd/asidebench", args)
 }

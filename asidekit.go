@@ -1,0 +1,155 @@
+// Package asidekit says once what the components of one service share: the
+// Redis client, the key namespace and the database. A Kit builds the
+// cache, Bloom filters, rate limiters and sequence generators of a service
+// with that namespace, so it is written in one place:
+//
+//	kit, err := asidekit.New(asidekit.Config{Namespace: "catalog", Redis: rdb, DB: db})
+//	products, err := repo.New[Product, string](db, kit.Cache(), repo.Options{
+//		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1e6, FalsePositiveRate: 0.01}),
+//	})
+//	orders, err := kit.Generator(nil)
+//	perIP, err := limit.NewGCRA(rdb, limit.GCRA{Rate: limit.PerSecond(10)}, kit.LimitOptions(nil))
+//
+// Unlike the packages' own Options, whose Namespace defaults to "ak", a
+// Config's Namespace is required: two services built from a Kit cannot
+// share an entity's cache keys by both leaving it out (two services with a
+// products table would otherwise read each other's entries).
+package asidekit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/seqgen"
+)
+
+// ErrInvalidConfig is returned (wrapped, with the reason) by New and the
+// Kit's builders for a Config or options they cannot use.
+var ErrInvalidConfig = errors.New("asidekit: invalid config")
+
+// Config is what the components of one service share.
+type Config struct {
+	// Namespace prefixes every Redis key and channel of the service's
+	// components. Required: name the service ("catalog", "billing").
+	Namespace string
+	// Redis is the client every component uses. Required.
+	Redis redis.UniversalClient
+	// DB is the database of Generator's segments. Needed by Generator only.
+	DB *gorm.DB
+	// Cache holds the cache's other options; its Namespace must be empty
+	// or equal Namespace. Default nil: cacheaside's defaults.
+	Cache *cacheaside.Options
+}
+
+// Kit builds a service's components with its Config. Close closes the
+// Cache it made.
+type Kit struct {
+	cfg   Config
+	cache *cacheaside.Cache
+}
+
+// New checks cfg and makes the service's Cache.
+func New(cfg Config) (*Kit, error) {
+	if cfg.Namespace == "" {
+		return nil, fmt.Errorf("%w: Namespace is required (the service's name), so that two services never share keys", ErrInvalidConfig)
+	}
+	if cfg.Redis == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+	}
+	var co cacheaside.Options
+	if cfg.Cache != nil {
+		co = *cfg.Cache
+	}
+	if err := sameNamespace("cacheaside.Options", &co.Namespace, cfg.Namespace); err != nil {
+		return nil, err
+	}
+	c, err := cacheaside.New(cfg.Redis, &co)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Kit{cfg: cfg, cache: c}, nil
+}
+
+// sameNamespace sets *ns to want when empty, and refuses another value.
+func sameNamespace(what string, ns *string, want string) error {
+	switch *ns {
+	case "":
+		*ns = want
+	case want:
+	default:
+		return fmt.Errorf("%w: %s.Namespace %q differs from the Kit's %q", ErrInvalidConfig, what, *ns, want)
+	}
+	return nil
+}
+
+// Namespace returns the Kit's namespace.
+func (k *Kit) Namespace() string { return k.cfg.Namespace }
+
+// Cache returns the service's Cache (for cacheaside.NewEntity and repo.New).
+func (k *Kit) Cache() *cacheaside.Cache { return k.cache }
+
+// Close closes the Cache.
+func (k *Kit) Close() error { return k.cache.Close() }
+
+// FilterOptions returns a copy of opts (nil: bloom's defaults) in the
+// Kit's namespace, for repo.Options.Filter or bloom.New. It panics when
+// opts names another namespace: that is a programming error, caught by the
+// first test that builds the filter.
+func (k *Kit) FilterOptions(opts *bloom.Options) *bloom.Options {
+	var o bloom.Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := sameNamespace("bloom.Options", &o.Namespace, k.cfg.Namespace); err != nil {
+		panic(err)
+	}
+	return &o
+}
+
+// Filter returns the Bloom filter name in the Kit's namespace.
+func (k *Kit) Filter(name string, opts *bloom.Options) (*bloom.Filter, error) {
+	var o bloom.Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := sameNamespace("bloom.Options", &o.Namespace, k.cfg.Namespace); err != nil {
+		return nil, err
+	}
+	return bloom.New(k.cfg.Redis, name, &o)
+}
+
+// LimitOptions returns a copy of opts (nil: limit's defaults) in the Kit's
+// namespace, for the guard/limit constructors. It panics when opts names
+// another namespace, as FilterOptions does.
+func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
+	var o limit.Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := sameNamespace("limit.Options", &o.Namespace, k.cfg.Namespace); err != nil {
+		panic(err)
+	}
+	return &o
+}
+
+// Generator returns a sequence generator in the Kit's namespace, reserving
+// its segments in Config.DB.
+func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
+	if k.cfg.DB == nil {
+		return nil, fmt.Errorf("%w: Generator needs Config.DB", ErrInvalidConfig)
+	}
+	var o seqgen.Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := sameNamespace("seqgen.Options", &o.Namespace, k.cfg.Namespace); err != nil {
+		return nil, err
+	}
+	return seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
+}
