@@ -19,8 +19,9 @@ func jitterReloadNote(ttl, window time.Duration, j float64) string {
 	}
 	return fmt.Sprintf("jitter counts more loads in total than no_jitter, by design of the window: lifetimes spread over "+
 		"[%.1f·TTL, %.1f·TTL], so a key that expires early is reloaded and can expire again before the run ends at %.2f·TTL: "+
-		"%.0f%% of keys expire twice, and a key is loaded %.2f times on average against once (more when loads are slow and "+
-		"early refreshes start). What jitter buys is the peak per 100 ms, not fewer loads.",
+		"%.0f%% of keys expire twice, and a key is loaded %.2f times on average against once (more when loads are slow: "+
+		"SingleFlight shares a load within one instance, so instances that miss a key while it loads each load it). "+
+		"What jitter buys is the peak per 100 ms, not fewer loads.",
 		1-j, 1+j, float64(window)/float64(ttl), 100*secondExpiryShare(ttl, window, j), loads)
 }
 
