@@ -49,6 +49,9 @@ func RunAvalanche(ctx context.Context, env *Env, p AvalancheParams, variants []V
 		res.Rows = append(res.Rows, row)
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("%d keys cached at once, TTL %v; DB loads counted per %v", p.Keys, p.TTL, bucketWidth))
+	if n := jitterReloadNote(p.TTL, time.Duration(float64(p.TTL)*(1+max(p.Jitter, 0)))+p.Tail, p.Jitter); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	return res, nil
 }
 

@@ -56,6 +56,9 @@ func RunSeqgen(ctx context.Context, env *Env, p SeqgenParams) (Result, error) {
 			midway: func(ctx context.Context) error { return testcontainers.DeleteNamespace(ctx, env.admin, lostNS) }},
 		{name: "nextval", notes: "the database's own sequence, one statement per id", open: env.dbSequence},
 	}
+	if env.EmbeddedRedis {
+		res.Notes = append(res.Notes, embeddedSeqgenNote)
+	}
 	for _, v := range variants {
 		row, err := runSeqVariant(ctx, env, p, v)
 		if err != nil {
