@@ -45,7 +45,7 @@ func gauge(t *testing.T, g prometheus.Gatherer, name string, labels ...string) f
 func TestBloomCollector_matchesStats(t *testing.T) {
 	rn := testcontainers.Redis(t)
 	ctx := context.Background()
-	f, err := bloom.New(rn.Client, "slugs", bloom.Options{Namespace: rn.Namespace, Capacity: 1000, FalsePositiveRate: 0.01})
+	f, err := bloom.New(rn.Client, "slugs", &bloom.Options{Namespace: rn.Namespace, Capacity: 1000, FalsePositiveRate: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
-	"github.com/asidekit/asidekit/schema"
 )
 
 // Seeding a table with CreateMany and reading by a unique column through
@@ -18,16 +18,16 @@ func ExampleRepository_CreateMany() {
 	defer cleanup()
 	ctx := context.Background()
 
-	users, err := repo.New[schema.User, int64](db, cache, repo.Options{
+	users, err := repo.New[sample.User, int64](db, cache, repo.Options{
 		Filter:       &bloom.Options{Namespace: ns, Capacity: 10_000, FalsePositiveRate: 0.01},
 		FilterClient: rdb,
 	})
 	if err != nil {
 		panic(err)
 	}
-	seed := make([]schema.User, 2500)
+	seed := make([]sample.User, 2500)
 	for i := range seed {
-		seed[i] = schema.User{Email: fmt.Sprintf("user%d@example.com", i), Name: "User"}
+		seed[i] = sample.User{Email: fmt.Sprintf("user%d@example.com", i), Name: "User"}
 	}
 	// Three INSERTs of at most BatchSize (1,000) rows, in one transaction;
 	// the ids come back in seed.
