@@ -33,6 +33,8 @@ type Entity[T any] struct {
 	flight     flight[T]
 	reads      readGroup // Policy.CoalesceReads
 	refreshing sync.Map  // id -> struct{}: refreshes running in this process
+
+	local *localTier[T] // near cache: nil when Policy.Local is nil
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -68,6 +70,9 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 	}
 	longest := max(time.Duration(float64(p.TTL)*(1+p.Jitter))+p.Grace, time.Duration(float64(p.NullTTL)*(1+p.Jitter)))
 	e.verPX = ms(longest + p.LockTTL + time.Minute)
+	if e.local, err = newLocalTier[T](c, esc, p.Local, e.ctr); err != nil { // near cache
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -122,6 +127,9 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 		var zero T
 		return zero, errNilLoader
 	}
+	if v, ok, err := e.local.get(key); ok { // near cache: a local answer
+		return v, err
+	}
 	for attempt := 0; ; attempt++ {
 		// A caller that joined a shared load too late to be covered by its
 		// validation starts over; the last attempt loads on its own.
@@ -145,6 +153,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		v, err := e.loadDirect(ctx, id, load, nil)
 		return v, false, err
 	}
+	tk := e.local.ticket(key) // near cache: before the read that may fill it
 	b, err := e.read(ctx, key)
 	if err != nil {
 		failed, cerr := e.c.redisErr(ctx, err)
@@ -170,6 +179,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		if h.null {
 			if fresh {
 				e.ctr.inc(EventNullHit)
+				e.local.putNull(tk, key, h.expiry) // near cache
 				return zero, false, ErrNotFound
 			}
 			e.ctr.inc(EventMiss)
@@ -180,6 +190,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 			switch {
 			case fresh:
 				e.ctr.inc(EventHit)
+				e.local.put(tk, key, v, h.expiry) // near cache
 				if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
 					return e.earlyRefresh(ctx, key, id, load, v, b[:headerLen]), false, nil
 				}

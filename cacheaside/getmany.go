@@ -58,6 +58,10 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 		uniq = append(uniq, id)
 		keyList = append(keyList, key)
 	}
+	uniq, keyList, tks := e.local.getMany(out, uniq, keyList) // near cache: local answers, tickets for the rest
+	if len(uniq) == 0 {
+		return out, nil
+	}
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
 		return e.loadManyDirect(ctx, uniq, load, out)
@@ -93,6 +97,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 			if h.null {
 				if fresh {
 					e.ctr.inc(EventNullHit)
+					e.local.putNullAt(tks, i, keyList[i], h.expiry) // near cache
 				} else {
 					e.ctr.inc(EventMiss)
 					miss = append(miss, i)
@@ -105,6 +110,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 				case fresh:
 					e.ctr.inc(EventHit)
 					out[uniq[i]] = v
+					e.local.putAt(tks, i, keyList[i], v, h.expiry) // near cache
 					if e.p.Strategy == EarlyRefresh && e.xfetch(now, h) {
 						refresh = append(refresh, i)
 						observed = append(observed, s[:headerLen])
