@@ -147,7 +147,7 @@ func TestLocal_readYourWrites(t *testing.T) {
 		ids := []string{"a", "b", "c"}
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		for i := 0; i < 4; i++ {
+		for i := 0; i < 2; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -164,7 +164,7 @@ func TestLocal_readYourWrites(t *testing.T) {
 				}
 			}()
 		}
-		for i := 0; i < 300; i++ {
+		for i := 0; i < 100; i++ {
 			id := ids[i%len(ids)]
 			ver := src.bump(id)
 			var err error
@@ -209,7 +209,7 @@ func TestLocal_noStaleFill(t *testing.T) {
 		ctx := context.Background()
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		for i := 0; i < 4; i++ {
+		for i := 0; i < 2; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -227,7 +227,7 @@ func TestLocal_noStaleFill(t *testing.T) {
 			}()
 		}
 		var last int
-		for i := 0; i < 200; i++ {
+		for i := 0; i < 100; i++ {
 			last = src.bump("hot")
 			if err := writer.Set(ctx, "hot", user{ID: "hot", Ver: last}); err != nil {
 				t.Fatal(err)
@@ -440,5 +440,43 @@ func TestLocal_badConfig(t *testing.T) {
 	e := newEntity[user](t, c, "user", Policy{Local: &LocalPolicy{}})
 	if lp := e.Policy().Local; lp.MaxEntries != DefaultLocalMaxEntries || lp.TTL != DefaultLocalTTL || lp.NullTTL != 0 {
 		t.Fatalf("defaults: %+v", lp)
+	}
+}
+
+// A value read before a change is never kept once the change is known: a
+// fill ticketed before an invalidation, or before a connection loss, is
+// refused.
+func TestLocal_fillRefused(t *testing.T) {
+	r := testcontainers.Redis(t)
+	src := newDB()
+	rc, reader := nearProcess(t, r, Policy{}, nil)
+	_, writer := nearProcess(t, r, Policy{}, nil)
+	ctx := context.Background()
+	key, _ := reader.Key("1")
+	old := user{ID: "1"}
+	far := time.Now().Add(time.Hour).UnixMilli()
+	kept := func() bool { _, ok, _ := reader.local.get(key); return ok }
+
+	tk := reader.local.ticket(key)
+	invs := reader.Stats().LocalInvalidations
+	if err := writer.Set(ctx, "1", user{ID: "1", Ver: src.bump("1")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalInvalidations > invs })
+	if reader.local.put(tk, key, old, far); kept() {
+		t.Fatal("a fill ticketed before an invalidation was kept")
+	}
+
+	tk = reader.local.ticket(key)
+	flushes := reader.Stats().LocalFlushes
+	killNear(t, r.Client, r.Namespace)
+	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalFlushes > flushes })
+	waitLocal(t, rc)
+	if reader.local.put(tk, key, old, far); kept() {
+		t.Fatal("a fill ticketed before a connection loss was kept")
+	}
+
+	if reader.local.put(reader.local.ticket(key), key, old, far); !kept() {
+		t.Fatal("a fill with a current ticket was refused")
 	}
 }
