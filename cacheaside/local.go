@@ -254,6 +254,8 @@ func (l *localTier[T]) flush() {
 	l.ctr.inc(EventLocalFlush)
 }
 
+func (l *localTier[T]) stop() { l.store.StopAllGoroutines() }
+
 // wrote is called by Set and Invalidate once Redis has the write (or
 // failed it): this process's copies of keys are dropped before the write
 // returns, and with LocalBroadcast the change is announced to the others.

@@ -63,6 +63,7 @@ type near struct {
 type invalidatee interface {
 	invalidated(key string)
 	flush()
+	stop() // ends the store's background work (at Close)
 }
 
 // nearFeed returns the Cache's feed, started by the first entity with a
@@ -94,7 +95,10 @@ func (c *Cache) nearFeed() (*near, error) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		start()
+		start() // returns when the Cache is closed
+		for _, t := range *n.tiers.Load() {
+			t.stop()
+		}
 	}()
 	return n, nil
 }
@@ -132,6 +136,9 @@ func (n *near) register(esc string, t invalidatee) {
 	}
 	m[esc] = t
 	n.tiers.Store(&m)
+	if n.c.base.Err() != nil { // closed meanwhile: the feed may have stopped the tiers already
+		t.stop()
+	}
 }
 
 // changeDown adds delta to the count of subscriptions not up. Whenever one

@@ -93,6 +93,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s str
 		return benchmarks.RunBreakdown(ctx, env, p.Breakdown, benchmarks.BreakdownVariants(p.Breakdown))
 	case "seqgen":
 		return benchmarks.RunSeqgen(ctx, env, p.Seqgen)
+	case "local_invalidation":
+		return benchmarks.RunLocalInvalidation(ctx, env, p.LocalInvalidation)
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }
