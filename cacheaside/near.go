@@ -21,7 +21,10 @@ const (
 	// the Cache's own (one per master on a Cluster), subscribed to
 	// __redis__:invalidate. Every change of an entry reaches every process,
 	// whoever made it: writes through asidekit, plain SET or DEL from
-	// elsewhere, expiries, evictions, FLUSHALL. Needs Redis 6 or later.
+	// elsewhere, expiries, evictions, FLUSHALL. Needs Redis 6 or later. On
+	// a Cluster, the masters are those known when the first entity with a
+	// near cache is created: keys moved to a master added later are not
+	// tracked, and their local entries live up to Local.TTL.
 	LocalTracking LocalInvalidation = iota
 
 	// LocalBroadcast announces the writes made through asidekit (Set and
