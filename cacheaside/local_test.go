@@ -128,7 +128,7 @@ func TestLocal_crossProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, served(ver))
-		if s := reader.Stats(); s.LocalInvalidations < 4 || s.LocalHits < 5 {
+		if s := reader.Stats(); s.LocalInvalidations < 4 || s.LocalHits < 4 {
 			t.Fatalf("stats: %+v", s)
 		}
 	})
@@ -261,6 +261,9 @@ func TestLocal_remoteExpiryCap(t *testing.T) {
 		key, _ := e.Key("1")
 		checkLocalDeadline(t, e, src, func(time.Time) time.Time {
 			b, err := r.Client.Get(context.Background(), key).Bytes()
+			if errors.Is(err, redis.Nil) { // expired already
+				return time.Now()
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
