@@ -112,12 +112,19 @@ func (s *entitySubject) Get(ctx context.Context, id int64) (Value, error) {
 
 func (s *entitySubject) Close() error { return s.cache.Close() }
 
-func entityVariant(name, notes string, pol cacheaside.Policy) Variant {
+// entityVariant is an asidekit variant over a cacheaside.Entity. With a
+// near cache (pol.Local), invalidated as mode says (by LocalBroadcast on
+// miniredis, which has no client tracking), New returns once the near
+// cache may serve.
+func entityVariant(name, notes string, pol cacheaside.Policy, mode cacheaside.LocalInvalidation) Variant {
 	return Variant{
 		Name:  name,
 		Notes: notes,
 		New: func(s Setup) (Subject, error) {
-			cache, err := cacheaside.New(s.Client, &cacheaside.Options{Namespace: s.Namespace})
+			if s.Env.EmbeddedRedis {
+				mode = cacheaside.LocalBroadcast
+			}
+			cache, err := cacheaside.New(s.Client, &cacheaside.Options{Namespace: s.Namespace, LocalInvalidation: mode})
 			if err != nil {
 				return nil, err
 			}
@@ -126,6 +133,11 @@ func entityVariant(name, notes string, pol cacheaside.Policy) Variant {
 				p.TTL = s.TTL
 			}
 			ent, err := cacheaside.NewEntity[Value](cache, "user", p)
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err = cache.WaitLocal(ctx)
+				cancel()
+			}
 			if err != nil {
 				_ = cache.Close()
 				return nil, err
@@ -147,12 +159,15 @@ func entityVariant(name, notes string, pol cacheaside.Policy) Variant {
 }
 
 // HitVariants are asidekit's hit-path variants: a cacheaside entity with
-// the recommended policy (Mutex, 10% jitter). The bare GET + decode
+// the recommended policy (Mutex, 10% jitter), without and with a near
+// cache. The bare GET + decode
 // baseline is added by RunHit itself.
 func HitVariants() []Variant {
 	return []Variant{
 		entityVariant("asidekit", "cacheaside.Entity.Get on a hit (Mutex policy)",
-			cacheaside.Policy{Strategy: cacheaside.Mutex, Jitter: 0.1}),
+			cacheaside.Policy{Strategy: cacheaside.Mutex, Jitter: 0.1}, cacheaside.LocalTracking),
+		entityVariant("asidekit/local", "the same with a near cache (Policy.Local, invalidated by client tracking)",
+			cacheaside.Policy{Strategy: cacheaside.Mutex, Jitter: 0.1, Local: &cacheaside.LocalPolicy{}}, cacheaside.LocalTracking),
 	}
 }
 

@@ -112,6 +112,8 @@ type Params struct {
 	Avalanche   AvalancheParams
 	Breakdown   BreakdownParams
 	Seqgen      SeqgenParams
+	// LocalInvalidation sizes the near cache scenario.
+	LocalInvalidation LocalInvalidationParams
 }
 
 // QuickParams finish every scenario in well under a minute on a small
@@ -125,6 +127,8 @@ func QuickParams() Params {
 			Tail: 500 * time.Millisecond, MaxConcurrentLoads: 4, OutageAt: time.Second, OutageFor: 2 * time.Second},
 		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
+		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 3, Goroutines: 2}, Keys: 10, Writes: 100,
+			WriteEvery: 10 * time.Millisecond, LocalTTL: 2 * time.Second},
 	}
 }
 
@@ -153,6 +157,8 @@ func DefaultParams() Params {
 			MaxConcurrentLoads: 4, OutageAt: 2 * time.Second, OutageFor: 3 * time.Second},
 		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},
+		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 4, Goroutines: 4}, Keys: 20, Writes: 500,
+			WriteEvery: 10 * time.Millisecond, LocalTTL: 5 * time.Second},
 	}
 }
 

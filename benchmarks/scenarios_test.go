@@ -194,7 +194,7 @@ func TestScenarios_real(t *testing.T) {
 		}
 		logRows(t, res)
 		results = append(results, res)
-		for _, v := range []string{"bare/200B", "asidekit/200B", "bare/4KB", "asidekit/4KB"} {
+		for _, v := range []string{"bare/200B", "asidekit/200B", "asidekit/local/200B", "bare/4KB", "asidekit/4KB", "asidekit/local/4KB"} {
 			if got := metric(t, res, v, benchmarks.MetricErrors); got != 0 {
 				t.Errorf("%s: errors = %v", v, got)
 			}
@@ -229,6 +229,30 @@ func TestScenarios_real(t *testing.T) {
 			if got := metric(t, res, v, benchmarks.MetricErrors); got != 0 {
 				t.Errorf("%s: errors = %v", v, got)
 			}
+		}
+	})
+
+	t.Run("local_invalidation", func(t *testing.T) {
+		lp := p.LocalInvalidation
+		lp.Load, lp.Keys, lp.Writes = benchmarks.Load{Instances: 2, Goroutines: 1}, 4, 40
+		res, err := benchmarks.RunLocalInvalidation(ctx, env, lp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logRows(t, res)
+		results = append(results, res)
+		for _, v := range []string{"tracking/asidekit", "tracking/plain_del", "tracking/plain_del/kill", "broadcast/asidekit"} {
+			if got := metric(t, res, v, benchmarks.MetricStaleAfter); got != 0 {
+				t.Errorf("%s: %v stale reads after the window", v, got)
+			}
+			if got := metric(t, res, v, benchmarks.MetricErrors); got != 0 {
+				t.Errorf("%s: errors = %v", v, got)
+			}
+		}
+		// A plain DEL is not announced: broadcast serves the old value
+		// until Local.TTL.
+		if got := metric(t, res, "broadcast/plain_del", benchmarks.MetricInvalidationMax); got < float64(lp.LocalTTL.Milliseconds())/2 {
+			t.Errorf("broadcast/plain_del: invalidation_max_ms = %v, want about Local.TTL (%v)", got, lp.LocalTTL)
 		}
 	})
 
@@ -271,6 +295,8 @@ func checkJSON(t *testing.T, results []benchmarks.Result) {
 		"avalanche":   {"db_loads", "peak_db_loads_per_100ms", "db_loads_per_100ms"},
 		"hit":         {"ns_per_op", "ratio", "allocs_per_op"},
 		"seqgen":      {"duplicates", "ids_per_sec", "requests"},
+		"local_invalidation": {"invalidation_p50_ms", "invalidation_p99_ms", "invalidation_max_ms",
+			"stale_reads_after_window", "requests", "errors"},
 	}
 	for i, o := range got {
 		for _, k := range []string{"scenario", "backend", "params", "results"} {

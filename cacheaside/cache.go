@@ -41,6 +41,10 @@ type Options struct {
 	// context is done (storing the value, releasing the lease), which run
 	// detached so that waiters are not left hanging. Default 2 seconds.
 	WriteTimeout time.Duration
+
+	// LocalInvalidation is how the near caches of entities with a
+	// Policy.Local learn of changes. Default LocalTracking.
+	LocalInvalidation LocalInvalidation
 }
 
 // Defaults of Options fields.
@@ -67,12 +71,14 @@ type Cache struct {
 	br           breaker
 	hub          hub
 	retry        retrier
+	localMode    LocalInvalidation
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
 
 	mu     sync.Mutex     // guards closed and wg.Add
 	closed bool           // guarded by mu
+	near   *near          // guarded by mu; started by the first near cache
 	wg     sync.WaitGroup // background goroutines
 }
 
@@ -104,6 +110,9 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
+	if o.LocalInvalidation != LocalTracking && o.LocalInvalidation != LocalBroadcast {
+		return nil, fmt.Errorf("cacheaside: unknown LocalInvalidation %d", o.LocalInvalidation)
+	}
 	c := &Cache{
 		client:       client,
 		ns:           ns,
@@ -113,6 +122,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		writeTimeout: o.WriteTimeout,
 		channel:      ns + ":ready",
 		recheck:      defaultRecheck,
+		localMode:    o.LocalInvalidation,
 	}
 	c.br = breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown}
 	c.base, c.cancel = context.WithCancel(context.Background())

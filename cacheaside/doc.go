@@ -39,6 +39,24 @@
 // and a PoolSize above it (go-redis defaults to 10 per CPU), so that the
 // pool is warm before the first burst.
 //
+// # Near cache
+//
+// Policy.Local adds an in-process tier (github.com/maypok86/otter/v2,
+// W-TinyLFU) in front of Redis: a hit there costs no round trip and no
+// decode. Redis itself invalidates it (Options.LocalInvalidation): by
+// default the Cache keeps, per node (per master on a Cluster), one
+// connection with CLIENT TRACKING ON REDIRECT <itself> BCAST PREFIX
+// "<namespace>:{" subscribed to __redis__:invalidate, so every change of an
+// entry, whoever made it, drops it from every process. The tier fills only
+// while those connections are confirmed; when one drops (or Redis is
+// flushed) every tier of the Cache is emptied before it serves again. A
+// read that began before a reported change never fills the tier (a ticket
+// per key stripe, checked under the stripe's lock). A local entry lives at
+// most Local.TTL and never past its Redis entry's logical expiry; Set and
+// Invalidate drop the writer's own copies before they return. Across
+// processes the freshness bound is the invalidation's propagation delay
+// (see the local_invalidation benchmark).
+//
 // # Keys
 //
 // For entity "user" and id "42" in namespace "ak":

@@ -33,6 +33,8 @@ type Entity[T any] struct {
 	getEntry   func(context.Context, string) ([]byte, error)
 	direct     commitGroup[T] // fail-open loads
 	refreshing sync.Map       // id -> struct{}: refreshes running in this process
+
+	local *localTier[T] // near cache: nil when Policy.Local is nil
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -69,6 +71,9 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 	e.getEntry = func(ctx context.Context, key string) ([]byte, error) { return c.client.Get(ctx, key).Bytes() }
 	longest := max(time.Duration(float64(p.TTL)*(1+p.Jitter))+p.Grace, time.Duration(float64(p.NullTTL)*(1+p.Jitter)))
 	e.verPX = ms(longest + p.LockTTL + time.Minute)
+	if e.local, err = newLocalTier[T](c, esc, p.Local, e.ctr); err != nil { // near cache
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -125,6 +130,9 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 		var zero T
 		return zero, errNilLoader
 	}
+	if v, ok, err := e.local.get(key); ok { // near cache: a local answer
+		return v, err
+	}
 	for attempt := 0; ; attempt++ {
 		// A caller that joined a shared load too late to be covered by its
 		// validation starts over; the last attempt loads on its own.
@@ -147,6 +155,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		v, err = e.failOpen(ctx, id, load, nil)
 		return v, false, err
 	}
+	tk := e.local.ticket(key) // near cache: before the read that may fill it
 	b, err := e.read(ctx, key)
 	if err = e.redisResult(ctx, err); err != nil {
 		if errors.Is(err, errFailOpen) {
@@ -158,9 +167,11 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 	switch vw.state {
 	case stateFresh:
 		e.ctr.inc(EventHit)
+		e.local.put(tk, key, vw.v, vw.expiry) // near cache
 		return vw.v, false, nil
 	case stateDue:
 		e.ctr.inc(EventHit)
+		e.local.put(tk, key, vw.v, vw.expiry) // near cache
 		return e.earlyRefresh(ctx, key, id, load, vw.v, vw.hdr), false, nil
 	case stateStale:
 		e.ctr.inc(EventStaleServed)
@@ -168,6 +179,7 @@ func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.C
 		return vw.v, false, nil
 	case stateNull:
 		e.ctr.inc(EventNullHit)
+		e.local.putNull(tk, key, vw.expiry) // near cache
 		return v, false, ErrNotFound
 	case stateCorrupt:
 		e.corrupt(ctx, key)

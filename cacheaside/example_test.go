@@ -159,3 +159,36 @@ func ExamplePolicy_coalesceReads() {
 	// Output:
 	// hits 160
 }
+
+// A near cache keeps hot values in the process: a hit costs no round trip.
+// Redis itself reports every change of a cached key (client tracking), so
+// a write from any process, or from outside asidekit, drops the local copy
+// everywhere; the writing process drops its own before the write returns.
+func ExamplePolicy_local() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, err := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{
+		Local: &cacheaside.LocalPolicy{MaxEntries: 10000, TTL: time.Minute},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if err := c.WaitLocal(ctx); err != nil { // the invalidation subscription is confirmed
+		panic(err)
+	}
+	// A load, then Redis hits until one fills the near cache (a fill is
+	// refused when a change of the key, such as the load's own store, is
+	// reported while it reads), then local hits.
+	for users.Stats().LocalHits == 0 {
+		if _, err := users.Get(ctx, "1", loadUser); err != nil {
+			panic(err)
+		}
+	}
+	_ = users.Set(ctx, "1", User{ID: 1, Name: "Ada L."}) // the source of truth changed
+	u, _ := users.Get(ctx, "1", loadUser)                // never the old local copy
+	fmt.Println(u.Name)
+	// Output:
+	// (db query for 1)
+	// Ada L.
+}

@@ -24,6 +24,9 @@ func TestCache_Close_noGoroutineLeft(t *testing.T) {
 	ctx := context.Background()
 	// The subscription: a Mutex wait.
 	m := newEntity[user](t, c, "m", Policy{Strategy: Mutex})
+	// The near cache: its invalidation feed and its store.
+	newEntity[user](t, c, "near", Policy{Local: &LocalPolicy{}})
+	waitLocal(t, c)
 	otherClient := r.NewClient(t)
 	otherCache := newCache(t, otherClient, r.Namespace, nil)
 	other := newEntity[user](t, otherCache, "m", Policy{Strategy: Mutex})

@@ -123,6 +123,11 @@ type Policy struct {
 	// on a context detached from the caller's; its lease is renewed until
 	// then. Default LockTTL.
 	RefreshTimeout time.Duration
+
+	// Local, when set, keeps the entity's hot values in this process too
+	// (a near cache), invalidated by Redis itself; see LocalPolicy. Default
+	// nil: every read goes to Redis.
+	Local *LocalPolicy
 }
 
 // Disabled switches off a Policy field that has an off state: Jitter,
@@ -188,6 +193,13 @@ func (p Policy) withDefaults() (Policy, error) {
 	}
 	if p.RefreshTimeout == 0 {
 		p.RefreshTimeout = p.LockTTL
+	}
+	if p.Local != nil { // near cache
+		lp, err := p.Local.withDefaults()
+		if err != nil {
+			return p, err
+		}
+		p.Local = &lp
 	}
 	return p, nil
 }

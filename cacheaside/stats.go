@@ -53,6 +53,20 @@ const (
 	// EventInvalidationRetry: a background retry of queued invalidations
 	// ran (successful or not).
 	EventInvalidationRetry
+	// EventLocalHit: a value (or "not found") served from the near cache.
+	EventLocalHit
+	// EventLocalMiss: the near cache had no live entry; the read went on
+	// to Redis.
+	EventLocalMiss
+	// EventLocalEviction: a near cache entry was evicted to stay within
+	// Local.MaxEntries.
+	EventLocalEviction
+	// EventLocalInvalidation: Redis (or a broadcast) reported a change of
+	// one of the entity's entries; the near cache dropped it.
+	EventLocalInvalidation
+	// EventLocalFlush: the near cache was emptied because its invalidation
+	// subscription was lost (or Redis was flushed).
+	EventLocalFlush
 
 	numEvents
 )
@@ -62,6 +76,7 @@ var eventNames = [numEvents]string{
 	"stale_served", "refresh", "lock_wait", "lock_timeout", "rejected_set",
 	"decode_error", "cache_error", "overloaded", "bypass",
 	"invalidation_deferred", "invalidation_retry",
+	"local_hit", "local_miss", "local_eviction", "local_invalidation", "local_flush",
 }
 
 // String returns a snake_case name such as "null_hit", fit for a metric
@@ -99,6 +114,10 @@ type Stats struct {
 	// InvalidationsDeferred counts invalidations queued after a failure;
 	// InvalidationRetries the background attempts to apply them.
 	InvalidationsDeferred, InvalidationRetries uint64
+	// The near cache (Policy.Local): hits and misses, evictions,
+	// invalidations received and flushes.
+	LocalHits, LocalMisses, LocalEvictions uint64
+	LocalInvalidations, LocalFlushes       uint64
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -144,5 +163,7 @@ func (c *counters) snapshot() Stats {
 		RejectedSets: g(EventRejectedSet), DecodeErrors: g(EventDecodeError), CacheErrors: g(EventCacheError),
 		Overloaded: g(EventOverloaded), Bypassed: g(EventBypass),
 		InvalidationsDeferred: g(EventInvalidationDeferred), InvalidationRetries: g(EventInvalidationRetry),
+		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
+		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
 	}
 }

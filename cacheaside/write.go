@@ -19,6 +19,7 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	if err != nil {
 		return err
 	}
+	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	if e.c.br.allow() {
 		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, entry, px).Err()
 		if e.redisResult(ctx, err) == nil {
@@ -56,6 +57,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 		seen[key] = struct{}{}
 		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr})
 	}
+	defer e.local.wrotePending(ctx, todo) // near cache: drop ours (and announce) once Redis has the write
 	if !e.c.br.allow() {
 		e.ctr.inc(EventBypass)
 		e.c.retry.add(todo)

@@ -37,6 +37,11 @@ func statsByEvent(s cacheaside.Stats) map[cacheaside.Event]uint64 {
 		cacheaside.EventBypass:               s.Bypassed,
 		cacheaside.EventInvalidationDeferred: s.InvalidationsDeferred,
 		cacheaside.EventInvalidationRetry:    s.InvalidationRetries,
+		cacheaside.EventLocalHit:             s.LocalHits,
+		cacheaside.EventLocalMiss:            s.LocalMisses,
+		cacheaside.EventLocalEviction:        s.LocalEvictions,
+		cacheaside.EventLocalInvalidation:    s.LocalInvalidations,
+		cacheaside.EventLocalFlush:           s.LocalFlushes,
 	}
 }
 

@@ -15,6 +15,7 @@ require (
 require (
 	github.com/jackc/pgio v1.0.0 // indirect
 	github.com/jackc/pglogrepl v0.0.0-20251213150135-2e8d0df862c1 // indirect
+	github.com/maypok86/otter/v2 v2.4.0 // indirect
 )
 
 require (

@@ -95,6 +95,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s str
 		return benchmarks.RunSeqgen(ctx, env, p.Seqgen)
 	case "outofband":
 		return benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
+	case "local_invalidation":
+		return benchmarks.RunLocalInvalidation(ctx, env, p.LocalInvalidation)
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }

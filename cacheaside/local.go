@@ -1,0 +1,284 @@
+package cacheaside
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+)
+
+// LocalPolicy configures an entity's near cache: an in-process tier in
+// front of Redis that answers a hit with no round trip. It is kept fresh by
+// Redis itself (see Options.LocalInvalidation): every change of a cached
+// key, whoever made it (a write through asidekit, a plain SET or DEL from
+// another program, an expiry, an eviction, a FLUSHALL), drops the key from
+// every process's tier. While that stream of invalidations is not known to
+// be complete (before it is confirmed, after its connection dropped, while
+// it reconnects) the tier is empty and is not filled, so it never serves a
+// value it cannot vouch for.
+//
+// A local entry lives at most TTL (NullTTL for a "not found"), and never
+// past the logical expiry of the Redis entry it was read from. It is filled
+// by reads that hit Redis (Get and GetMany) and dropped, in the writing
+// process, by Set and Invalidate before they return.
+type LocalPolicy struct {
+	// MaxEntries caps the entries kept in this process for the entity;
+	// past it the least valuable are evicted (W-TinyLFU). Default 10000.
+	MaxEntries int
+
+	// TTL caps the life of a local value. Default 1 minute.
+	TTL time.Duration
+
+	// NullTTL is how long a "not found" answer is kept locally (capped by
+	// its Redis entry's life, itself Policy.NullTTL). Default 0: absences
+	// are not kept locally.
+	NullTTL time.Duration
+}
+
+// Defaults of LocalPolicy fields.
+const (
+	DefaultLocalMaxEntries = 10000
+	DefaultLocalTTL        = time.Minute
+)
+
+func (p LocalPolicy) withDefaults() (LocalPolicy, error) {
+	if p.MaxEntries < 0 || p.TTL < 0 || p.NullTTL < 0 {
+		return p, fmt.Errorf("cacheaside: negative Local.MaxEntries, Local.TTL or Local.NullTTL in policy")
+	}
+	if p.MaxEntries == 0 {
+		p.MaxEntries = DefaultLocalMaxEntries
+	}
+	if p.TTL == 0 {
+		p.TTL = DefaultLocalTTL
+	}
+	return p, nil
+}
+
+// localStripes is the number of locks (and invalidation generations) a
+// tier spreads its keys over.
+const localStripes = 256
+
+// localTier is one entity's near cache. A nil *localTier is a disabled one:
+// every method is then a no-op, so the read and write paths call them
+// unconditionally.
+//
+// Filling races with invalidation: a reader takes a ticket (the feed's
+// epoch and its key's stripe generation) before its Redis read, and stores
+// what it read only if neither changed meanwhile, under the stripe's lock;
+// an invalidation bumps the generation and deletes under the same lock,
+// and a loss of the feed bumps the epoch and empties the tier. So a value
+// read before a change is either refused or deleted by it.
+type localTier[T any] struct {
+	p     LocalPolicy
+	feed  *near
+	ctr   *counters
+	store *otter.Cache[string, localEntry[T]]
+	seed  maphash.Seed
+
+	stripes [localStripes]struct {
+		mu  sync.Mutex    // serializes fills and drops of the stripe's keys
+		gen atomic.Uint64 // bumped (under mu) by every drop of one of them
+	}
+}
+
+// localEntry is a local value (or absence) and when it stops being served.
+type localEntry[T any] struct {
+	v        T
+	null     bool
+	deadline int64 // Unix nanoseconds
+}
+
+// ticket is what a reader saw before its Redis read; see localTier.
+type ticket struct {
+	epoch  uint64
+	gen    uint64
+	stripe uint32
+}
+
+// newLocalTier returns the tier of an entity named esc (escaped), or nil
+// when p is nil (no near cache).
+func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*localTier[T], error) {
+	if p == nil {
+		return nil, nil
+	}
+	lp := *p // defaults filled in by Policy.withDefaults
+	l := &localTier[T]{p: lp, ctr: ctr, seed: maphash.MakeSeed()}
+	var err error
+	l.store, err = otter.New(&otter.Options[string, localEntry[T]]{
+		MaximumSize: lp.MaxEntries,
+		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, localEntry[T]]) time.Duration {
+			return time.Duration(e.Value.deadline - time.Now().UnixNano())
+		}),
+		OnDeletion: func(e otter.DeletionEvent[string, localEntry[T]]) {
+			if e.Cause == otter.CauseOverflow {
+				ctr.inc(EventLocalEviction)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cacheaside: local tier: %w", err)
+	}
+	if l.feed, err = c.nearFeed(); err != nil {
+		return nil, err
+	}
+	l.feed.register(esc, l)
+	return l, nil
+}
+
+// get serves key from the tier: ok reports a local answer, err is
+// ErrNotFound for a local "not found".
+func (l *localTier[T]) get(key string) (v T, ok bool, err error) {
+	if l == nil {
+		return v, false, nil
+	}
+	e, found := l.store.GetIfPresent(key)
+	if !found || time.Now().UnixNano() >= e.deadline {
+		l.ctr.inc(EventLocalMiss)
+		return v, false, nil
+	}
+	l.ctr.inc(EventLocalHit)
+	if e.null {
+		return v, true, ErrNotFound
+	}
+	return e.v, true, nil
+}
+
+// ticket is taken before the Redis read of key whose result may fill the
+// tier.
+func (l *localTier[T]) ticket(key string) ticket {
+	if l == nil {
+		return ticket{}
+	}
+	s := uint32(maphash.String(l.seed, key) % localStripes)
+	return ticket{epoch: l.feed.epoch.Load(), gen: l.stripes[s].gen.Load(), stripe: s}
+}
+
+// put keeps v, read from Redis under t, until the earlier of now + TTL and
+// the Redis entry's logical expiry (Unix ms).
+func (l *localTier[T]) put(t ticket, key string, v T, expiry int64) {
+	if l != nil {
+		l.fill(t, key, localEntry[T]{v: v}, l.p.TTL, expiry)
+	}
+}
+
+// putNull keeps a "not found" read from Redis under t (if NullTTL > 0).
+func (l *localTier[T]) putNull(t ticket, key string, expiry int64) {
+	if l != nil && l.p.NullTTL > 0 {
+		l.fill(t, key, localEntry[T]{null: true}, l.p.NullTTL, expiry)
+	}
+}
+
+// putAt is put for the i-th key of a batch ticketed by tickets (nil when
+// the tier is disabled).
+func (l *localTier[T]) putAt(tickets []ticket, i int, key string, v T, expiry int64) {
+	if l != nil {
+		l.put(tickets[i], key, v, expiry)
+	}
+}
+
+// putNullAt is putNull for the i-th key of a batch.
+func (l *localTier[T]) putNullAt(tickets []ticket, i int, key string, expiry int64) {
+	if l != nil {
+		l.putNull(tickets[i], key, expiry)
+	}
+}
+
+func (l *localTier[T]) fill(t ticket, key string, e localEntry[T], ttl time.Duration, expiry int64) {
+	if t.epoch%2 == 0 { // taken while the feed was down
+		return
+	}
+	now := time.Now().UnixNano()
+	e.deadline = min(now+int64(ttl), expiry*int64(time.Millisecond))
+	if e.deadline <= now {
+		return
+	}
+	s := &l.stripes[t.stripe]
+	s.mu.Lock()
+	if l.feed.epoch.Load() == t.epoch && s.gen.Load() == t.gen {
+		l.store.Set(key, e)
+	}
+	s.mu.Unlock()
+}
+
+// getMany serves the items it holds into out and returns the rest,
+// with a ticket each (nil tickets when the tier is disabled).
+func (l *localTier[T]) getMany(out map[string]T, items []item) ([]item, []ticket) {
+	if l == nil {
+		return items, nil
+	}
+	rest := items[:0:0]
+	tickets := make([]ticket, 0, len(items))
+	for _, it := range items {
+		v, ok, err := l.get(it.key)
+		switch {
+		case ok && err == nil:
+			out[it.id] = v
+		case ok: // a local "not found": absent from out
+		default:
+			rest = append(rest, it)
+			tickets = append(tickets, l.ticket(it.key))
+		}
+	}
+	return rest, tickets
+}
+
+// drop removes key (invalidated by Redis or written by this process) and
+// refuses the fills of reads that began before.
+func (l *localTier[T]) drop(key string) {
+	s := &l.stripes[maphash.String(l.seed, key)%localStripes]
+	s.mu.Lock()
+	s.gen.Add(1)
+	l.store.Invalidate(key)
+	s.mu.Unlock()
+}
+
+// invalidated is the feed's report of a change of key.
+func (l *localTier[T]) invalidated(key string) {
+	l.ctr.inc(EventLocalInvalidation)
+	l.drop(key)
+}
+
+// flush empties the tier. The feed bumped its epoch before, so no fill
+// ticketed earlier can land once every stripe was passed.
+func (l *localTier[T]) flush() {
+	for i := range l.stripes {
+		l.stripes[i].mu.Lock()
+		//lint:ignore SA2001 an empty critical section: waits for the fills in progress
+		l.stripes[i].mu.Unlock()
+	}
+	l.store.InvalidateAll()
+	l.ctr.inc(EventLocalFlush)
+}
+
+func (l *localTier[T]) stop() { l.store.StopAllGoroutines() }
+
+// wrote is called by Set and Invalidate once Redis has the write (or
+// failed it): this process's copies of keys are dropped before the write
+// returns, and with LocalBroadcast the change is announced to the others.
+func (l *localTier[T]) wrote(ctx context.Context, keys ...string) {
+	if l == nil {
+		return
+	}
+	for _, k := range keys {
+		l.drop(k)
+	}
+	if err := l.feed.announce(ctx, keys); err != nil {
+		l.ctr.inc(EventCacheError)
+	}
+}
+
+// wrotePending is wrote for Invalidate's batch.
+func (l *localTier[T]) wrotePending(ctx context.Context, todo []pending) {
+	if l == nil {
+		return
+	}
+	keys := make([]string, len(todo))
+	for i, p := range todo {
+		keys[i] = p.key
+	}
+	l.wrote(ctx, keys...)
+}

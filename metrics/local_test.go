@@ -1,0 +1,58 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/metrics"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+var _ metrics.LocalStatser = (*cacheaside.Entity[string])(nil)
+
+func TestLocalCollector_matchesStats(t *testing.T) {
+	rn := testcontainers.Redis(t)
+	c, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := cacheaside.NewEntity[string](c, "user", cacheaside.Policy{Local: &cacheaside.LocalPolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry(t, metrics.NewLocalCollector("user", e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitLocal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	for i := 0; i < 4; i++ { // miss+load, Redis hit (fills), then local hits
+		if _, err := e.Get(ctx, "1", load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Invalidate(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Stats()
+	if s.LocalHits == 0 || s.LocalMisses == 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+	for _, m := range []struct {
+		name string
+		want uint64
+	}{
+		{"asidekit_local_hits_total", s.LocalHits},
+		{"asidekit_local_misses_total", s.LocalMisses},
+		{"asidekit_local_evictions_total", s.LocalEvictions},
+		{"asidekit_local_flushes_total", s.LocalFlushes},
+	} {
+		if got := gather(t, reg, m.name, "entity", "user").value; got != float64(m.want) {
+			t.Errorf("%s = %v, Stats says %d", m.name, got, m.want)
+		}
+	}
+}
