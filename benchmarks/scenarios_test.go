@@ -250,9 +250,12 @@ func TestScenarios_real(t *testing.T) {
 			}
 		}
 		// A plain DEL is not announced: broadcast serves the old value
-		// until Local.TTL.
-		if got := metric(t, res, "broadcast/plain_del", benchmarks.MetricInvalidationMax); got < float64(lp.LocalTTL.Milliseconds())/2 {
-			t.Errorf("broadcast/plain_del: invalidation_max_ms = %v, want about Local.TTL (%v)", got, lp.LocalTTL)
+		// until the local entry expires, which bounds it by Local.TTL. How
+		// long that is depends on when the entries were filled (anything
+		// from 0 to Local.TTL), so only the bound is asserted; the margin
+		// is for a busy machine's scheduling.
+		if got := metric(t, res, "broadcast/plain_del", benchmarks.MetricInvalidationMax); got > 2*float64(lp.LocalTTL.Milliseconds()) {
+			t.Errorf("broadcast/plain_del: invalidation_max_ms = %v, want at most about Local.TTL (%v)", got, lp.LocalTTL)
 		}
 	})
 

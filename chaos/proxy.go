@@ -184,6 +184,13 @@ func (p *proxy) hold(l *link) bool {
 	}
 }
 
+// links returns the number of proxied connections still open.
+func (p *proxy) links() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
+
 func (p *proxy) dropping() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

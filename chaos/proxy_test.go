@@ -60,6 +60,14 @@ func TestProxy_stallHoldsUntilHealed(t *testing.T) {
 	if err := c.Set(ctx, "k", "stalled", 0).Err(); err == nil {
 		t.Fatal("SET through a stalled link returned")
 	}
+	// The client closed its connection on the timeout; heal only once the
+	// proxy saw that close (a FIN still in flight would race the Heal).
+	for deadline := time.Now().Add(30 * time.Second); p.links() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d links still open 30s after the client gave up", p.links())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	p.Heal()
 	// The SET held in the stall belonged to a connection the client
 	// closed on its timeout: it was dropped, never delivered late.
