@@ -119,6 +119,7 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 // openBackends opens Redis and the database, embedded or real.
 func (s *Service) openBackends(cfg Config) error {
 	addr, redisName := cfg.RedisAddr, "redis "+cfg.RedisAddr
+	ropts := &redis.Options{Addr: addr}
 	if addr == "" {
 		mr := miniredis.NewMiniRedis()
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
@@ -127,8 +128,13 @@ func (s *Service) openBackends(cfg Config) error {
 		mr.ClockTTL(true) // TTLs run down with the wall clock, as on a server
 		s.closers = append(s.closers, func() error { mr.Close(); return nil })
 		addr, redisName = mr.Addr(), "miniredis"
+		// miniredis runs each script in a fresh Lua VM under one lock: a
+		// filter warm-up's pipeline of scripts can take seconds on a busy
+		// machine. The server is in-process, so a read timeout guards
+		// against nothing here.
+		ropts = &redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1}
 	}
-	s.rdb = redis.NewClient(&redis.Options{Addr: addr})
+	s.rdb = redis.NewClient(ropts)
 	s.closers = append(s.closers, s.rdb.Close)
 
 	// TranslateError makes a duplicate key match gorm.ErrDuplicatedKey.
