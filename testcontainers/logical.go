@@ -35,21 +35,7 @@ func findLogicalPostgres() (string, Source, error) {
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: wal_level %q (%v)", EnvPostgresDSN, level, err))
 	}
-	if err := dockerAvailable(); err == nil {
-		dsn, err := docker.startPostgres(logicalArgs...)
-		if err == nil {
-			return dsn, SourceDocker, nil
-		}
-		reasons = append(reasons, "docker: "+err.Error())
-	} else {
-		reasons = append(reasons, err.Error())
-	}
-	dsn, err := startPostgresBinary(logicalArgs...)
-	if err == nil {
-		return dsn, SourceBinary, nil
-	}
-	reasons = append(reasons, err.Error())
-	return "", "", noBackend("PostgreSQL with wal_level=logical", EnvPostgresDSN, "postgres and initdb", reasons)
+	return startPostgresServer("PostgreSQL with wal_level=logical", reasons, logicalArgs...)
 }
 
 // LogicalPostgres returns a fresh database, as Postgres does, on a server

@@ -35,9 +35,16 @@ func findPostgres() (string, Source, error) {
 	if dsn := os.Getenv(EnvPostgresDSN); dsn != "" {
 		return dsn, SourceEnv, nil
 	}
-	var reasons []string
+	return startPostgresServer("PostgreSQL", nil)
+}
+
+// startPostgresServer starts a server for findPostgres and
+// findLogicalPostgres: a Docker container, else postgres from PATH, each
+// with the server arguments args. reasons are the failures so far; what
+// names the server in the error when neither starts.
+func startPostgresServer(what string, reasons []string, args ...string) (string, Source, error) {
 	if err := dockerAvailable(); err == nil {
-		dsn, err := docker.startPostgres()
+		dsn, err := docker.startPostgres(args...)
 		if err == nil {
 			return dsn, SourceDocker, nil
 		}
@@ -45,12 +52,12 @@ func findPostgres() (string, Source, error) {
 	} else {
 		reasons = append(reasons, err.Error())
 	}
-	dsn, err := startPostgresBinary()
+	dsn, err := startPostgresBinary(args...)
 	if err == nil {
 		return dsn, SourceBinary, nil
 	}
 	reasons = append(reasons, err.Error())
-	return "", "", noBackend("PostgreSQL", EnvPostgresDSN, "postgres and initdb", reasons)
+	return "", "", noBackend(what, EnvPostgresDSN, "postgres and initdb", reasons)
 }
 
 // Postgres returns a fresh database on the resolved PostgreSQL server,
