@@ -16,15 +16,22 @@
 -- is "1", KEYS[1] .. "\n" .. ARGV[5] .. "\n" .. ARGV[2]: a waiter that saw
 -- the lease held by ARGV[5] may take that entry without reading it again.
 --
--- Returns 1 when stored, 0 when refused (the version changed).
+-- Returns 1 when stored, 0 when refused (the version changed), plus 2
+-- when ARGV[5] is a lease token that no longer holds the lease (it lapsed:
+-- another caller may have loaded the id too).
 local stored = 0
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
   stored = 1
 end
-if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
-  redis.call('DEL', KEYS[3])
+local lost = 0
+if ARGV[5] ~= '' then
+  if redis.call('GET', KEYS[3]) == ARGV[5] then
+    redis.call('DEL', KEYS[3])
+  else
+    lost = 2
+  end
 end
 if ARGV[6] ~= '' then
   if stored == 1 and ARGV[7] == '1' then
@@ -33,4 +40,4 @@ if ARGV[6] ~= '' then
     redis.call('PUBLISH', ARGV[6], KEYS[1])
   end
 end
-return stored
+return stored + lost

@@ -276,8 +276,8 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	defer cancel()
 	e.note(wctx, runScripts(wctx, e.c.client, fillScript, calls))
 	for i := range calls {
-		if n, err := calls[i].cmd.Int(); err == nil && n == 0 {
-			e.ctr.inc(EventRejectedSet)
+		if n, err := calls[i].cmd.Int(); err == nil {
+			e.filled(calls[i].keys[0], n)
 		}
 	}
 }

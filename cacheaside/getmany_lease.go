@@ -10,7 +10,8 @@ import (
 // leasedMany is GetMany's miss path for Mutex, AsyncRefresh and
 // EarlyRefresh, the batch form of leased: it takes the rebuild leases of
 // ids in one round trip and loads the ids it got in one call (leases renewed
-// until stored); it then waits for the ids leased by other callers, woken
+// until stored; a lease that lapsed before the load began, see
+// confirmLeases, is waited for as if another caller held it); it then waits for the ids leased by other callers, woken
 // by the shared value-ready subscription, and re-checks them (one round
 // trip again) once all of them were announced, or every recheck period.
 // A re-check serves the ids stored meanwhile and takes the leases given up
@@ -59,11 +60,13 @@ func (e *Entity[T]) leasedMany(ctx context.Context, items []item, stales map[str
 }
 
 // leaseRound tries the leases of items in one pipeline: entries found
-// fresh go to out, the items whose leases it takes are loaded and stored,
-// and the items leased by others are returned. On a Redis error it loads
+// fresh go to out, the items whose leases it takes (and still holds when
+// the load begins) are loaded and stored, and the items leased by others
+// (or lost) are returned. On a Redis error it loads
 // every item directly. On a load error it returns the error, with stale
 // values within Grace in out for the items it leaves.
 func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (held []item, err error) {
+	taken := time.Now()
 	got, replies, err := e.takeLeases(ctx, items, nil)
 	if err != nil {
 		if errors.Is(err, errFailOpen) {
@@ -96,6 +99,11 @@ func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[str
 	if len(got) == 0 {
 		return held, nil
 	}
+	got, lost := e.confirmLeases(ctx, got, taken)
+	held = append(held, lost...) // waited for like the ids leased by others
+	if len(got) == 0 {
+		return held, nil
+	}
 	if err = e.loadLeasedMany(ctx, got, load, out); err != nil {
 		e.serveStales(items, stales, out) // the failed items and the ones left waiting
 		return nil, err
@@ -104,11 +112,15 @@ func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[str
 }
 
 // loadLeasedMany loads items, whose leases this caller holds, in one call,
-// renewing the leases until the values are stored. A failed load gives
-// the leases up, which wakes their waiters.
+// renewing the leases until the values are stored. A failed load (or a
+// loader that called runtime.Goexit) gives the leases up, which wakes
+// their waiters.
 func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load func(context.Context, []string) (map[string]T, error), out map[string]T) error {
 	defer e.keepLeases(ctx, items)()
+	returned := false
+	defer e.releaseUnlessReturned(ctx, items, &returned)
 	found, d, err := e.invokeMany(ctx, ids(items), load)
+	returned = true
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.releaseLeases(ctx, items)
 		return err

@@ -53,10 +53,41 @@ func parseLease(res []any) (leaseReply, error) {
 	return r, nil
 }
 
+// confirmLeases is the last check before loading items, whose leases this
+// caller took with a lease call sent at taken: it splits them into those
+// still held (kept) and those lost, which it counts. A lease taken less
+// than a renewal period (LockTTL/3) ago has at least two thirds of its
+// lifetime left, so the check costs nothing unless the caller was held up
+// (CPU starvation, a GC pause) since; then one round trip renews the
+// leases still held and finds those that lapsed, which another caller may
+// have taken (and loaded) meanwhile. On a Redis error every item is kept:
+// the load goes ahead, and its store will tell.
+func (e *Entity[T]) confirmLeases(ctx context.Context, items []item, taken time.Time) (kept, lost []item) {
+	if time.Since(taken) < e.p.LockTTL/3 {
+		return items, nil
+	}
+	held, err := e.extendLeases(ctx, items)
+	if err != nil {
+		return items, nil
+	}
+	for i, it := range items {
+		if held[i] {
+			kept = append(kept, it)
+		} else {
+			e.leaseLost(it.key)
+			lost = append(lost, it)
+		}
+	}
+	return kept, lost
+}
+
 // leased is a miss for Mutex, AsyncRefresh and EarlyRefresh: one caller
 // across all processes takes the lease (renewed while it loads) and loads;
 // the others wait for its value-ready notification (or re-check every
-// recheck), up to WaitTimeout. In this process callers share one leased()
+// recheck), up to WaitTimeout. A lease that lapsed before the load began
+// (see confirmLeases) is waited for as if another caller held it; a
+// loader that calls runtime.Goexit gives the lease up, as a failed load
+// does. In this process callers share one leased()
 // through the flight group. A Redis failure before the load returns
 // errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
@@ -69,6 +100,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	var holder string // lease token of the holder the last lease call saw
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
+		taken := time.Now()
 		r, err := e.lease(ctx, key, token, "")
 		if err = e.redisResult(ctx, err); err != nil {
 			return zero, validAll, err
@@ -76,8 +108,14 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		switch r.status {
 		case leaseAcquired:
 			it := item{id: id, key: key, ver: r.ver, token: token}
+			if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
+				break // lapsed: wait for whoever took it, or take it back
+			}
 			defer e.keepLeases(ctx, []item{it})()
+			returned := false
+			defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
 			v, d, err := e.invoke(ctx, id, load)
+			returned = true
 			return e.finish(ctx, it, v, d, err, st, mark)
 		case leaseNoop:
 			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
@@ -85,8 +123,11 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			}
 			continue
 		}
-		// Held by another caller: wait for its notification.
-		holder = r.ver
+		// Held by another caller (or lost): wait for its notification.
+		holder = ""
+		if r.status == leaseHeld {
+			holder = r.ver
+		}
 		if st == nil && r.entry != nil {
 			st = e.classify(r.entry, 0).stale()
 		}

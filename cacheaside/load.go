@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -190,12 +191,42 @@ func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.
 	if e.redisResult(wctx, err) != nil {
 		return validLeader
 	}
-	if n == 0 {
-		e.ctr.inc(EventRejectedSet)
+	if !e.filled(it.key, n) {
 		return validLeader
 	}
 	return validMarked
 }
+
+// fill.lua's reply: bits of the integer it returns.
+const (
+	fillStored    = 1 // the entry was stored (else refused: the version changed)
+	fillLeaseLost = 2 // the caller's lease was no longer its own
+)
+
+// filled counts the reply n of a fill.lua call for the entry key (a
+// refused store, a lost lease) and reports whether the entry was stored.
+func (e *Entity[T]) filled(key string, n int) bool {
+	if n&fillLeaseLost != 0 {
+		e.leaseLost(key)
+	}
+	if n&fillStored == 0 {
+		e.ctr.inc(EventRejectedSet)
+		return false
+	}
+	return true
+}
+
+// leaseLost counts a rebuild lease of the entry key found lost.
+func (e *Entity[T]) leaseLost(key string) {
+	e.ctr.inc(EventLeaseLost)
+	if h := leaseLostHook.Load(); h != nil {
+		(*h)(key)
+	}
+}
+
+// leaseLostHook, when set (by tests), is called with the entry key of
+// every lease counted lost.
+var leaseLostHook atomic.Pointer[func(key string)]
 
 // maxAnnounced is the largest entry that fill.lua sends to the waiters
 // with its announcement, sparing them a round trip to read it.
@@ -203,7 +234,8 @@ const maxAnnounced = 4 << 10
 
 // fillCall is the fill.lua call that stores entry (Redis TTL px ms) for
 // it: version-checked, releasing its lease and waking the waiters when it
-// holds one (with the entry itself when it is small).
+// holds one (with the entry itself when it is small). Its first key is
+// it.key; pass its reply to filled.
 func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
 	channel, announce := "", "0"
 	if it.token != "" {
@@ -219,7 +251,8 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
 }
 
 // releaseLeases gives up the leases of items (those without a lease are
-// skipped) in one round trip and wakes their waiters.
+// skipped) in one round trip and wakes their waiters. A lease that was no
+// longer this caller's is counted lost.
 func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
 	calls := make([]scriptCall, 0, len(items))
 	for _, it := range items {
@@ -233,6 +266,25 @@ func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
 	e.note(wctx, runScripts(wctx, e.c.client, releaseScript, calls))
+	for i := range calls {
+		if calls[i].cmd == nil {
+			continue
+		}
+		if n, err := calls[i].cmd.Int(); err == nil && n == 0 {
+			e.leaseLost(calls[i].args[2].(string))
+		}
+	}
+}
+
+// releaseUnlessReturned is deferred around a loader call made under the
+// leases of items: unless *returned was set after the call, the loader
+// called runtime.Goexit (t.FailNow in a test, for example), and the leases
+// are given up as after a failed load, which wakes their waiters instead
+// of leaving them to wait for LockTTL.
+func (e *Entity[T]) releaseUnlessReturned(ctx context.Context, items []item, returned *bool) {
+	if !*returned {
+		e.releaseLeases(ctx, items)
+	}
 }
 
 // makeEntry encodes v (or a "not found") with a jittered TTL. It returns

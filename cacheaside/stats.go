@@ -67,6 +67,15 @@ const (
 	// EventLocalFlush: the near cache was emptied because its invalidation
 	// subscription was lost (or Redis was flushed).
 	EventLocalFlush
+	// EventLeaseLost: a caller found that a rebuild lease it had taken was
+	// no longer its own: it lapsed (the caller was held up past LockTTL
+	// between renewals: CPU starvation, a GC pause) or was deleted. Counted
+	// once per lease, by the last check before the load (the id is then
+	// not loaded: the caller waits for it as for an id leased by another)
+	// or when the load's result is stored or given up. Every load of an id
+	// beyond the first is explained by one of these; a lease found lost
+	// before the load, or that lapsed with nobody taking it, costs none.
+	EventLeaseLost
 
 	numEvents
 )
@@ -77,6 +86,7 @@ var eventNames = [numEvents]string{
 	"decode_error", "cache_error", "overloaded", "bypass",
 	"invalidation_deferred", "invalidation_retry",
 	"local_hit", "local_miss", "local_eviction", "local_invalidation", "local_flush",
+	"lease_lost",
 }
 
 // String returns a snake_case name such as "null_hit", fit for a metric
@@ -118,6 +128,9 @@ type Stats struct {
 	// invalidations received and flushes.
 	LocalHits, LocalMisses, LocalEvictions uint64
 	LocalInvalidations, LocalFlushes       uint64
+	// LeasesLost counts rebuild leases found lapsed (or deleted) while
+	// their holder still meant to load or store (EventLeaseLost).
+	LeasesLost uint64
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -165,5 +178,6 @@ func (c *counters) snapshot() Stats {
 		InvalidationsDeferred: g(EventInvalidationDeferred), InvalidationRetries: g(EventInvalidationRetry),
 		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
 		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
+		LeasesLost: g(EventLeaseLost),
 	}
 }

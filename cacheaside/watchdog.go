@@ -13,6 +13,9 @@ import (
 // its lease lapses within LockTTL; a loader that ignores its cancelled ctx
 // loses the lease within LockTTL after ctx ended.
 //
+// A renewal that finds a lease lapsed does not count it: the store (or
+// release) that ends the load does, once (see EventLeaseLost).
+//
 // stop waits for the renewer to end. Call it after the result is stored
 // (fill.lua deletes the lease in the same step), not before: a renewal
 // that runs after the store finds the lease gone and does nothing.
@@ -42,23 +45,41 @@ func (e *Entity[T]) keepLeases(ctx context.Context, items []item) (stop func()) 
 	}
 }
 
-// renewLeases runs extend.lua for every lease (one pipeline for several).
-// It reports false when none of them is held any more; a Redis error is
-// counted and reported as true (the next renewal may succeed).
+// renewLeases renews the leases of items. It reports false when none of
+// them is held any more; a Redis error is counted and reported as true
+// (the next renewal may succeed). A lease found lost is not counted here:
+// the store (or release) that ends it counts it, once.
 func (e *Entity[T]) renewLeases(ctx context.Context, items []item) bool {
+	held, err := e.extendLeases(ctx, items)
+	if err != nil {
+		return true
+	}
+	for _, h := range held {
+		if h {
+			return true
+		}
+	}
+	return false
+}
+
+// extendLeases runs extend.lua for every lease of items (one pipeline for
+// several), which renews to a full LockTTL those still held: held[i]
+// reports whether items[i]'s lease is still this caller's. A Redis error
+// is counted and returned.
+func (e *Entity[T]) extendLeases(ctx context.Context, items []item) (held []bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, e.c.writeTimeout)
 	defer cancel()
 	calls := make([]scriptCall, len(items))
 	for i, it := range items {
 		calls[i] = scriptCall{keys: []string{it.key + ":lock"}, args: []any{it.token, e.lockPX}}
 	}
-	if e.redisResult(wctx, runScripts(wctx, e.c.client, extendScript, calls)) != nil {
-		return true
+	if err := e.redisResult(wctx, runScripts(wctx, e.c.client, extendScript, calls)); err != nil {
+		return nil, err
 	}
+	held = make([]bool, len(calls))
 	for i := range calls {
-		if n, _ := calls[i].cmd.Int(); n == 1 {
-			return true
-		}
+		n, _ := calls[i].cmd.Int()
+		held[i] = n == 1
 	}
-	return false
+	return held, nil
 }

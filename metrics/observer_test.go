@@ -42,6 +42,7 @@ func statsByEvent(s cacheaside.Stats) map[cacheaside.Event]uint64 {
 		cacheaside.EventLocalEviction:        s.LocalEvictions,
 		cacheaside.EventLocalInvalidation:    s.LocalInvalidations,
 		cacheaside.EventLocalFlush:           s.LocalFlushes,
+		cacheaside.EventLeaseLost:            s.LeasesLost,
 	}
 }
 
