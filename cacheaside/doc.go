@@ -100,9 +100,14 @@
 // (rather than waiting for its own lease until WaitTimeout). While the
 // holder loads, a watchdog renews the lease every LockTTL/3, so a load
 // slowed past LockTTL (a slow query, a GC pause, CPU starvation) keeps it.
-// Only a dead holder, a loader that ignores its cancelled context, a lost
+// A holder held up for LockTTL/3 or more between taking its leases and
+// calling the loader checks them first (one round trip) and does not load
+// the ids whose leases lapsed meanwhile: it waits for them as for ids
+// leased by others. Only a dead holder, a holder starved past LockTTL
+// while it loads, a loader that ignores its cancelled context, a lost
 // :lock key, or a failing Redis (the fail-open path loads without a lease)
-// can let a second load happen.
+// can let a second load happen; each lapsed lease is counted
+// (Stats.LeasesLost) when its holder stores or gives up.
 //
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step

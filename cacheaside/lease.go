@@ -87,9 +87,8 @@ func (e *Entity[T]) confirmLeases(ctx context.Context, items []item, taken time.
 // recheck), up to WaitTimeout. A lease that lapsed before the load began
 // (see confirmLeases) is waited for as if another caller held it; a
 // loader that calls runtime.Goexit gives the lease up, as a failed load
-// does. In this process callers share one leased()
-// through the flight group. A Redis failure before the load returns
-// errFailOpen.
+// does. In this process callers share one leased() through the flight
+// group. A Redis failure before the load returns errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	token := newToken()

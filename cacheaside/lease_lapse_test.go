@@ -119,16 +119,44 @@ func (b *batchLoader) checkLoadsExplained(t *testing.T, ids []string, want int, 
 // lapse.
 var lapseTestPolicy = Policy{Strategy: Mutex, LockTTL: 300 * time.Millisecond, WaitTimeout: time.Minute}
 
-// waitLapsed waits until the leases of ids (held by a stalled caller) have
-// lapsed.
-func waitLapsed(t *testing.T, r *testcontainers.RedisNamespace, e *Entity[user], ids ...string) {
+// lapseScene is two processes of entity "user": a, whose first lease
+// call stalls once Redis has answered it (see stallAfterLease), and b.
+type lapseScene struct {
+	r     *testcontainers.RedisNamespace
+	stall *stallAfterLease
+	a, b  *Entity[user]
+}
+
+func newLapseScene(t *testing.T) *lapseScene {
+	r := testcontainers.Redis(t)
+	s := &lapseScene{r: r, stall: newStallAfterLease()}
+	aClient := r.NewClient(t)
+	aClient.AddHook(s.stall)
+	s.a = newEntity[user](t, newCache(t, aClient, r.Namespace, nil), "user", lapseTestPolicy)
+	s.b = newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", lapseTestPolicy)
+	return s
+}
+
+// run starts first, which takes the leases of ids on a and stalls; once
+// they have lapsed, it runs then (on b), lets a go on and waits for first
+// to return.
+func (s *lapseScene) run(t *testing.T, ids []string, first, then func()) {
 	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first()
+	}()
+	<-s.stall.stalled
 	locks := make([]string, len(ids))
 	for i, id := range ids {
-		key, _ := e.Key(id)
+		key, _ := s.a.Key(id)
 		locks[i] = key + ":lock"
 	}
-	waitFor(t, 30*time.Second, func() bool { return r.Client.Exists(context.Background(), locks...).Val() == 0 })
+	waitFor(t, 30*time.Second, func() bool { return s.r.Client.Exists(context.Background(), locks...).Val() == 0 })
+	then()
+	close(s.stall.release)
+	<-done
 }
 
 // A GetMany caller that stalls between taking its leases and loading,
@@ -136,38 +164,24 @@ func waitLapsed(t *testing.T, r *testcontainers.RedisNamespace, e *Entity[user],
 // load that id again: it finds the lease lost (counted), and serves the
 // other caller's value; the lapsed lease nobody took it takes again.
 func TestGetMany_leaseLapsedBeforeLoad(t *testing.T) {
-	r := testcontainers.Redis(t)
+	s := newLapseScene(t)
 	ctx := context.Background()
-	stall := newStallAfterLease()
-	aClient := r.NewClient(t)
-	aClient.AddHook(stall)
-	a := newEntity[user](t, newCache(t, aClient, r.Namespace, nil), "user", lapseTestPolicy)
-	b := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", lapseTestPolicy)
 	ids := []string{"1", "2"}
-	lost := lostLeases(t, a, ids)
+	lost := lostLeases(t, s.a, ids)
 	bl := &batchLoader{}
-	type result struct {
-		got map[string]user
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		got, err := a.GetMany(ctx, ids, bl.load)
-		done <- result{got, err}
-	}()
-	<-stall.stalled
-	waitLapsed(t, r, a, ids...)
-	if got, err := b.GetMany(ctx, []string{"1"}, bl.load); err != nil || got["1"].ID != "1" {
-		t.Fatalf("second caller's GetMany = %v, %v", got, err)
-	}
-	close(stall.release)
-	res := <-done
-	if res.err != nil || len(res.got) != 2 || res.got["1"].ID != "1" || res.got["2"].ID != "2" {
-		t.Fatalf("stalled caller's GetMany = %v, %v", res.got, res.err)
+	var got map[string]user
+	var err error
+	s.run(t, ids, func() { got, err = s.a.GetMany(ctx, ids, bl.load) }, func() {
+		if got, err := s.b.GetMany(ctx, []string{"1"}, bl.load); err != nil || got["1"].ID != "1" {
+			t.Errorf("second caller's GetMany = %v, %v", got, err)
+		}
+	})
+	if err != nil || len(got) != 2 || got["1"].ID != "1" || got["2"].ID != "2" {
+		t.Fatalf("stalled caller's GetMany = %v, %v", got, err)
 	}
 	bl.checkLoads(t, ids, 1)
-	if s := a.Stats(); s.LeasesLost != 2 || s.Loads != 1 {
-		t.Fatalf("stalled caller's stats = %+v; want both leases lost and one load (id 2, taken back)", s)
+	if st := s.a.Stats(); st.LeasesLost != 2 || st.Loads != 1 {
+		t.Fatalf("stalled caller's stats = %+v; want both leases lost and one load (id 2, taken back)", st)
 	}
 	if l := lost(); l["1"] != 1 || l["2"] != 1 {
 		t.Fatalf("lost leases by id = %v", l)
@@ -177,37 +191,24 @@ func TestGetMany_leaseLapsedBeforeLoad(t *testing.T) {
 // The same for Get: the stalled caller serves the value the other caller
 // loaded after its lease lapsed.
 func TestGet_leaseLapsedBeforeLoad(t *testing.T) {
-	r := testcontainers.Redis(t)
+	s := newLapseScene(t)
 	ctx := context.Background()
-	stall := newStallAfterLease()
-	aClient := r.NewClient(t)
-	aClient.AddHook(stall)
-	a := newEntity[user](t, newCache(t, aClient, r.Namespace, nil), "user", lapseTestPolicy)
-	b := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", lapseTestPolicy)
 	var loads counter
-	type result struct {
-		v   user
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := a.Get(ctx, "1", loads.load)
-		done <- result{v, err}
-	}()
-	<-stall.stalled
-	waitLapsed(t, r, a, "1")
-	if v, err := b.Get(ctx, "1", loads.load); err != nil || v.ID != "1" {
-		t.Fatalf("second caller's Get = %v, %v", v, err)
-	}
-	close(stall.release)
-	if res := <-done; res.err != nil || res.v.ID != "1" {
-		t.Fatalf("stalled caller's Get = %v, %v", res.v, res.err)
+	var v user
+	var err error
+	s.run(t, []string{"1"}, func() { v, err = s.a.Get(ctx, "1", loads.load) }, func() {
+		if v, err := s.b.Get(ctx, "1", loads.load); err != nil || v.ID != "1" {
+			t.Errorf("second caller's Get = %v, %v", v, err)
+		}
+	})
+	if err != nil || v.ID != "1" {
+		t.Fatalf("stalled caller's Get = %v, %v", v, err)
 	}
 	if n := loads.calls.Load(); n != 1 {
 		t.Fatalf("id 1 loaded %d times, want 1", n)
 	}
-	if s := a.Stats(); s.LeasesLost != 1 || s.Loads != 0 {
-		t.Fatalf("stalled caller's stats = %+v; want its lease lost and no load", s)
+	if st := s.a.Stats(); st.LeasesLost != 1 || st.Loads != 0 {
+		t.Fatalf("stalled caller's stats = %+v; want its lease lost and no load", st)
 	}
 }
 
