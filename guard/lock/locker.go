@@ -18,7 +18,6 @@ import (
 type Locker struct {
 	client  redis.UniversalClient
 	opts    Options
-	err     error  // a bad client or option, returned by every call
 	channel string // the namespace's unlock channel
 	n       *notifier
 	stats   counters
@@ -44,17 +43,21 @@ var (
 )
 
 // New returns a Locker that keeps its locks in client. A nil opts means
-// the defaults. A bad option or a nil client is reported by every call.
-func New(client redis.UniversalClient, opts *Options) *Locker {
-	o, err := opts.init()
-	if err == nil && client == nil {
-		err = fmt.Errorf("%w: nil redis client", ErrInvalid)
+// the defaults. A nil client or a bad option is an error that matches
+// ErrInvalidOptions.
+func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
 	}
-	l := &Locker{client: client, opts: o, err: err, channel: o.Namespace + ":lock:unlocked"}
+	o, err := opts.init()
+	if err != nil {
+		return nil, err
+	}
+	l := &Locker{client: client, opts: o, channel: o.Namespace + ":lock:unlocked"}
 	l.n = newNotifier(client, l.channel, &l.stats, o.MinBackoff, o.MaxBackoff)
 	l.channelArg = l.channel
 	l.markArg = markSlack(o.MaxBackoff).Milliseconds()
-	return l
+	return l, nil
 }
 
 // markSlack is how long a waiter's mark lasts past the holder's ttl. The
@@ -92,9 +95,6 @@ func makeKeys(ns, name string) (lockKeys, error) {
 // prepare checks a call's arguments and the Locker's state, and returns
 // the acquisition to try, with a new token.
 func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (*single, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
 	k, err := makeKeys(l.opts.Namespace, name)
 	if err != nil {
 		return nil, err
@@ -175,9 +175,6 @@ func (l *Locker) failed(ctx context.Context, name string, err error) error {
 // and waits until it is live or ctx ends. Obtain starts it by itself the
 // first time it has to wait; Listen lets a service pay for it at startup.
 func (l *Locker) Listen(ctx context.Context) error {
-	if l.err != nil {
-		return l.err
-	}
 	live, err := l.n.listen()
 	if err != nil {
 		return err

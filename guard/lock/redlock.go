@@ -29,28 +29,29 @@ import (
 type Redlock struct {
 	clients []redis.UniversalClient
 	opts    RedlockOptions
-	err     error // a bad client or option, returned by every call
 	quorum  int
 	stats   counters
 }
 
 // NewRedlock returns a Redlock over clients, one per independent node. A
-// nil opts means the defaults. A bad option, an empty list or a nil client
-// is reported by every call.
-func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) *Redlock {
-	o, err := opts.init()
-	if err == nil && len(clients) == 0 {
-		err = fmt.Errorf("%w: redlock needs at least one node", ErrInvalid)
+// nil opts means the defaults. An empty list, a nil client or a bad option
+// is an error that matches ErrInvalidOptions.
+func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) (*Redlock, error) {
+	if len(clients) == 0 {
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOptions)
 	}
-	if err == nil && slices.Contains(clients, nil) {
-		err = fmt.Errorf("%w: redlock: nil redis client", ErrInvalid)
+	if i := slices.Index(clients, nil); i >= 0 {
+		return nil, fmt.Errorf("%w: redlock: node %d: nil redis client", ErrInvalidOptions, i)
+	}
+	o, err := opts.init()
+	if err != nil {
+		return nil, err
 	}
 	return &Redlock{
 		clients: slices.Clone(clients),
 		opts:    o,
-		err:     err,
 		quorum:  len(clients)/2 + 1,
-	}
+	}, nil
 }
 
 // Stats returns the Redlock's counters.
@@ -120,9 +121,6 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 }
 
 func (r *Redlock) prepare(ctx context.Context, name string, ttl time.Duration) (lockKeys, error) {
-	if r.err != nil {
-		return lockKeys{}, r.err
-	}
 	k, err := makeKeys(r.opts.Namespace, name)
 	if err != nil {
 		return k, err
