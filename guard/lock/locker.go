@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/fanout"
 	"github.com/asidekit/asidekit/internal/keys"
 )
 
@@ -18,8 +19,8 @@ import (
 type Locker struct {
 	client  redis.UniversalClient
 	opts    Options
-	channel string // the namespace's unlock channel
-	n       *notifier
+	channel string      // the namespace's unlock channel
+	n       *fanout.Hub // the shared subscription: one wake-up per release
 	stats   counters
 
 	// Script arguments boxed once, not on every call.
@@ -54,7 +55,7 @@ func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 		return nil, err
 	}
 	l := &Locker{client: client, opts: o, channel: o.Namespace + ":lock:unlocked"}
-	l.n = newNotifier(client, l.channel, &l.stats, o.MinBackoff, o.MaxBackoff)
+	l.n = fanout.New(client, l.channel, &fanout.Options{WakeOne: true, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff})
 	l.channelArg = l.channel
 	l.markArg = markSlack(o.MaxBackoff).Milliseconds()
 	return l, nil
@@ -102,8 +103,10 @@ func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (*
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	if l.n.isClosed() {
+	select {
+	case <-l.n.Closed():
 		return nil, ErrClosed
+	default:
 	}
 	if err := ctx.Err(); err != nil {
 		l.stats.notObtained.Add(1)
@@ -175,14 +178,14 @@ func (l *Locker) failed(ctx context.Context, name string, err error) error {
 // and waits until it is live or ctx ends. Obtain starts it by itself the
 // first time it has to wait; Listen lets a service pay for it at startup.
 func (l *Locker) Listen(ctx context.Context) error {
-	live, err := l.n.listen()
+	live, err := l.n.Listen()
 	if err != nil {
-		return err
+		return ErrClosed
 	}
 	select {
 	case <-live:
 		return nil
-	case <-l.n.stop:
+	case <-l.n.Closed():
 		return ErrClosed
 	case <-ctx.Done():
 		return fmt.Errorf("lock: subscribe to %s: %w", l.channel, ctx.Err())
@@ -194,12 +197,16 @@ func (l *Locker) Listen(ctx context.Context) error {
 // Locks already obtained can still be refreshed and released. Close does
 // not close the Redis client. It is safe to call more than once.
 func (l *Locker) Close() error {
-	l.n.close()
+	l.n.Close()
 	return nil
 }
 
 // Stats returns the Locker's counters.
-func (l *Locker) Stats() Stats { return l.stats.snapshot() }
+func (l *Locker) Stats() Stats {
+	s := l.stats.snapshot()
+	s.Subscriptions, s.Notifications = l.n.Stats()
+	return s
+}
 
 // single is one acquisition of a Locker's lock: the Lock it becomes once
 // obtained, and its holder. One allocation holds both, with the scripts'

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // Redlock obtains locks on N independent Redis nodes (not replicas of one
@@ -91,7 +93,7 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 		defer bt.Stop()
 		boundC = bt.C
 	}
-	retry := newBackoff(r.opts.MinBackoff, r.opts.MaxBackoff)
+	retry := backoff.New(r.opts.MinBackoff, r.opts.MaxBackoff)
 	var timer *time.Timer
 	for waited := false; ; waited = true {
 		fence, err := r.round(ctx, k, token, ttl)
@@ -103,10 +105,10 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 		}
 		if !waited {
 			r.stats.waits.Add(1)
-			timer = time.NewTimer(retry.next())
+			timer = time.NewTimer(retry.Next())
 			defer timer.Stop()
 		} else {
-			timer.Reset(retry.next())
+			timer.Reset(retry.Next())
 		}
 		select {
 		case <-timer.C:
