@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/testcontainers"
-	"github.com/redis/go-redis/v9"
 )
 
 // batchLoader is a GetMany loader that counts the loads of each id and
@@ -362,7 +362,7 @@ func TestGetMany_leasedRoundTrips(t *testing.T) {
 	client.AddHook(&rt)
 	e := newEntity[user](t, newCache(t, client, r.Namespace, nil), "user", Policy{Strategy: Mutex, NullTTL: time.Minute})
 	ctx := context.Background()
-	for _, s := range []*redis.Script{leaseScript, fillScript} {
+	for _, s := range []*script.Script{leaseScript, fillScript} {
 		if err := s.Load(ctx, client).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
@@ -45,7 +46,7 @@ func testGetMany(t *testing.T, r *testcontainers.RedisNamespace) {
 	ctx := context.Background()
 	// Load the scripts on every node first, so that NOSCRIPT fallbacks do
 	// not count.
-	for _, s := range []*redis.Script{versionScript, fillScript} {
+	for _, s := range []*script.Script{versionScript, fillScript} {
 		if err := s.Load(ctx, client).Err(); err != nil {
 			t.Fatal(err)
 		}

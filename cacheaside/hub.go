@@ -6,31 +6,27 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/fanout"
 )
 
-// hub is a Cache's one shared subscription to the value-ready channel. It
-// is started by the first waiter and dispatches each message (an entry
+// hub is a Cache's one shared subscription to the value-ready channel, an
+// internal/fanout Hub started by the first waiter. Each message (an entry
 // key, with the storing lease holder's token and the entry when it is
-// small, see fill.lua) to the local waiters of that key. Waiters also re-check on a timer, so a
-// lost message or a dead subscription only delays them.
+// small, see fill.lua) wakes every local waiter of that key; when the
+// subscription comes back after a loss, every waiter is woken to re-check.
+// Waiters also re-check on a timer, so a lost message only delays them.
 type hub struct {
 	c *Cache
 
-	mu       sync.Mutex
-	ps       *redis.PubSub                   // guarded by mu; nil until started
-	closed   bool                            // guarded by mu
-	failedAt time.Time                       // guarded by mu; last failed start
-	waiters  map[string]map[*waiter]struct{} // guarded by mu
+	mu     sync.Mutex
+	f      *fanout.Hub // guarded by mu; nil until the first waiter
+	closed bool        // guarded by mu
 }
 
 // waiter is one caller waiting for one or more keys to be announced ready.
 type waiter struct {
-	keys []string
-	wake chan struct{} // buffered: a signal after each announcement of one of keys
-
-	mu    sync.Mutex
-	ready map[string]announcement // guarded by mu: last announcement of each key since the last reset
+	fw   *fanout.Waiter  // nil on a closed Cache: never woken
+	wake <-chan struct{} // a signal after an announcement of one of its keys
 }
 
 // announcement is a value-ready message: the lease token of the holder
@@ -49,135 +45,100 @@ func parseAnnouncement(msg string) (key string, a announcement) {
 	return key, a
 }
 
-func (w *waiter) notify(key string, a announcement) {
-	w.mu.Lock()
-	if w.ready == nil {
-		w.ready = make(map[string]announcement, len(w.keys))
-	}
-	w.ready[key] = a
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+// announcedKey is the fanout key of a message: its entry key.
+func announcedKey(msg string) string {
+	key, _ := parseAnnouncement(msg)
+	return key
 }
 
 // stored returns the entry that the holder of lease token announced for
 // key, if it did.
 func (w *waiter) stored(key, token string) ([]byte, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	a, ok := w.ready[key]
-	if !ok || token == "" || a.token != token || a.entry == "" {
+	if w.fw == nil || token == "" {
+		return nil, false
+	}
+	msg, ok := w.fw.Payload(key)
+	if !ok {
+		return nil, false
+	}
+	_, a := parseAnnouncement(msg)
+	if a.token != token || a.entry == "" {
 		return nil, false
 	}
 	return []byte(a.entry), true
 }
 
-// allReady reports whether every one of keyList was announced since the
-// last reset.
+// allReady reports whether every one of keyList was announced (or the
+// subscription lost) since the last reset.
 func (w *waiter) allReady(keyList []string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, k := range keyList {
-		if _, ok := w.ready[k]; !ok {
-			return false
-		}
-	}
-	return true
+	return w.fw != nil && w.fw.SeenAll(keyList)
 }
 
 // reset forgets the announcements so far (the caller is about to re-check).
 func (w *waiter) reset() {
-	w.mu.Lock()
-	clear(w.ready)
-	w.mu.Unlock()
+	if w.fw != nil {
+		w.fw.Reset()
+	}
 }
 
-// hubRetry is how long the hub waits after a failed subscription before it
-// tries again; hubConfirm bounds the wait for the confirmation.
-const (
-	hubRetry   = time.Second
-	hubConfirm = time.Second
-)
+// hubConfirm bounds how long a new waiter waits for the subscription to be
+// confirmed, so that it does not miss an announcement sent right after.
+const hubConfirm = time.Second
 
 // register returns a waiter signalled whenever one of keyList is
-// announced ready. The caller must unregister it.
+// announced ready. The caller must unregister it. While the subscription
+// is starting, register waits (up to hubConfirm, or ctx) for it to be
+// confirmed; while it is down, it does not wait.
 func (h *hub) register(ctx context.Context, keyList ...string) *waiter {
-	w := &waiter{keys: keyList, wake: make(chan struct{}, 1)}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.waiters == nil {
-		h.waiters = make(map[string]map[*waiter]struct{})
+	f := h.fanout()
+	if f == nil {
+		return &waiter{}
 	}
-	for _, k := range keyList {
-		set := h.waiters[k]
-		if set == nil {
-			set = make(map[*waiter]struct{})
-			h.waiters[k] = set
+	fw, err := f.Register(keyList...)
+	if err != nil { // closed meanwhile
+		return &waiter{}
+	}
+	if !f.Down() {
+		t := time.NewTimer(hubConfirm)
+		select {
+		case <-f.Live():
+		case <-t.C:
+		case <-ctx.Done():
+		case <-f.Closed():
 		}
-		set[w] = struct{}{}
+		t.Stop()
 	}
-	if h.ps == nil && !h.closed && time.Since(h.failedAt) > hubRetry {
-		h.start(ctx)
-	}
-	return w
+	return &waiter{fw: fw, wake: fw.C}
 }
 
 func (h *hub) unregister(w *waiter) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, k := range w.keys {
-		set := h.waiters[k]
-		delete(set, w)
-		if len(set) == 0 {
-			delete(h.waiters, k)
-		}
-	}
-}
-
-// start subscribes and waits (briefly) for the confirmation, so that the
-// first waiter does not miss a message sent right after. Called with mu
-// held.
-func (h *hub) start(ctx context.Context) {
-	ps := h.c.client.Subscribe(h.c.base, h.c.channel)
-	cctx, cancel := context.WithTimeout(ctx, hubConfirm)
-	_, err := ps.Receive(cctx)
-	cancel()
-	if err != nil {
-		_ = ps.Close()
-		h.failedAt = time.Now()
+	if w.fw == nil {
 		return
 	}
-	msgs := ps.Channel()
-	if !h.c.goBackground(func() {
-		for m := range msgs {
-			h.dispatch(m.Payload)
-		}
-	}) {
-		_ = ps.Close()
-		return
-	}
-	h.ps = ps
+	h.mu.Lock()
+	f := h.f
+	h.mu.Unlock()
+	f.Unregister(w.fw, false)
 }
 
-func (h *hub) dispatch(msg string) {
-	key, a := parseAnnouncement(msg)
+// fanout returns the Cache's Hub, creating it on first use, or nil once
+// the Cache is closed.
+func (h *hub) fanout() *fanout.Hub {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for w := range h.waiters[key] {
-		w.notify(key, a)
+	if h.f == nil && !h.closed {
+		h.f = fanout.New(h.c.client, h.c.channel, &fanout.Options{Key: announcedKey})
 	}
+	return h.f
 }
 
-// close stops the subscription; the dispatch goroutine then ends.
+// close stops the subscription and waits for its goroutine.
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
-	ps := h.ps
-	h.ps = nil
+	f := h.f
 	h.mu.Unlock()
-	if ps != nil {
-		_ = ps.Close()
+	if f != nil {
+		f.Close()
 	}
 }

@@ -6,33 +6,34 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
 )
 
 var (
 	//go:embed version.lua
 	versionLua    string
-	versionScript = redis.NewScript(versionLua)
+	versionScript = script.New(versionLua)
 
 	//go:embed fill.lua
 	fillLua    string
-	fillScript = redis.NewScript(fillLua)
+	fillScript = script.New(fillLua)
 
 	//go:embed lease.lua
 	leaseLua    string
-	leaseScript = redis.NewScript(leaseLua)
+	leaseScript = script.New(leaseLua)
 
 	//go:embed extend.lua
 	extendLua    string
-	extendScript = redis.NewScript(extendLua)
+	extendScript = script.New(extendLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = script.New(releaseLua)
 
 	//go:embed write.lua
 	writeLua    string
-	writeScript = redis.NewScript(writeLua)
+	writeScript = script.New(writeLua)
 )
 
 // newToken returns a random token for versions and leases. Tokens are
@@ -44,49 +45,21 @@ func newToken() string { return token.New() }
 type scriptCall struct {
 	keys []string
 	args []any
-	cmd  *redis.Cmd
+	cmd  *redis.Cmd // the reply, once runScripts returns
 }
 
-// runScripts runs every call of s in one pipeline with EVALSHA; when the
-// scripts are missing from a node it loads s (on every shard) and runs the
-// failed calls again. Each call's cmd holds its result.
-func runScripts(ctx context.Context, c redis.UniversalClient, s *redis.Script, calls []scriptCall) error {
-	run := func(todo []*scriptCall) error {
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, call := range todo {
-				call.cmd = s.EvalSha(ctx, p, call.keys, call.args...)
-			}
-			return nil
-		})
-		return err
-	}
-	all := make([]*scriptCall, len(calls))
+// runScripts runs every call of s in one pipeline through the shared
+// runner (internal/script): EVALSHA, and EVAL for the calls of a node that
+// did not know s. Each call's cmd holds its own reply; the first error, in
+// calls order, is returned.
+func runScripts(ctx context.Context, c redis.UniversalClient, s *script.Script, calls []scriptCall) error {
+	batch := make([]script.Call, len(calls))
 	for i := range calls {
-		all[i] = &calls[i]
+		batch[i] = script.Call{Script: s, Keys: calls[i].keys, Args: calls[i].args}
 	}
-	err := run(all)
-	if err == nil {
-		return nil
+	err := script.RunMany(ctx, c, batch)
+	for i := range calls {
+		calls[i].cmd = batch[i].Cmd
 	}
-	var again []*scriptCall
-	for _, call := range all {
-		if redis.HasErrorPrefix(call.cmd.Err(), "NOSCRIPT") {
-			again = append(again, call)
-		}
-	}
-	if len(again) == 0 {
-		return err
-	}
-	if lerr := s.Load(ctx, c).Err(); lerr != nil {
-		return lerr
-	}
-	if err := run(again); err != nil {
-		return err
-	}
-	for _, call := range all {
-		if err := call.cmd.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }

@@ -111,7 +111,9 @@ func newProcess(id int, e *env) (p *process, err error) {
 		}
 		p.items, p.hot = append(p.items, r), append(p.hot, h)
 	}
-	p.locker = lock.New(p.guardRDB, &lock.Options{Namespace: e.ns})
+	if p.locker, err = lock.New(p.guardRDB, &lock.Options{Namespace: e.ns}); err != nil {
+		return nil, err
+	}
 	if p.limiter, err = limit.NewSlidingLog(p.guardRDB, limit.SlidingLog{Limit: limitN, Window: limitW}, &limit.Options{Namespace: e.ns}); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,10 @@ func ExampleNewLockCollector() {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer client.Close()
 
-	locker := lock.New(client, nil)
+	locker, err := lock.New(client, nil)
+	if err != nil {
+		panic(err)
+	}
 	defer locker.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewLockCollector("main", locker))

@@ -47,7 +47,10 @@ func checkLockSeries(t *testing.T, reg prometheus.Gatherer, locker string, s loc
 
 func TestLockCollector_matchesStats(t *testing.T) {
 	rn := testcontainers.Redis(t)
-	locker := lock.New(rn.Client, &lock.Options{Namespace: rn.Namespace})
+	locker, err := lock.New(rn.Client, &lock.Options{Namespace: rn.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer locker.Close()
 	reg := registry(t, metrics.NewLockCollector("main", locker))
 	ctx := context.Background()

@@ -4,21 +4,21 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 var (
 	//go:embed next.lua
 	nextLua    string
-	nextScript = redis.NewScript(nextLua)
+	nextScript = script.New(nextLua)
 
 	//go:embed install.lua
 	installLua    string
-	installScript = redis.NewScript(installLua)
+	installScript = script.New(installLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = script.New(releaseLua)
 )
 
 // Statuses of next.lua.

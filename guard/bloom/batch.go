@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 const (
@@ -30,53 +32,38 @@ type call struct {
 	idx   []int // indexes, in the caller's slice, of the elements it carries
 }
 
-// exec runs calls of script as one pipeline: EVALSHA, then EVAL for the
-// calls whose node did not have the script cached yet (every script is
-// idempotent, so running a call again is safe). It returns the first
-// error, mapped.
-func (f *Filter) exec(ctx context.Context, script *redis.Script, calls []call) ([]*redis.Cmd, error) {
+// exec runs calls of s as one pipeline through the shared runner
+// (internal/script): EVALSHA, then EVAL for the calls whose node did not
+// have s cached yet. It returns every call's reply, in order, and the
+// first error, mapped.
+func (f *Filter) exec(ctx context.Context, s *script.Script, calls []call) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(calls))
 	if len(calls) == 0 {
 		return cmds, nil
 	}
-	pipe := f.client.Pipeline()
+	batch := make([]script.Call, len(calls))
 	for i, c := range calls {
-		cmds[i] = script.EvalSha(ctx, pipe, f.keys[c.shard], c.args...)
+		batch[i] = script.Call{Script: s, Keys: f.keys[c.shard], Args: c.args}
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
-	var retry []int
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			retry = append(retry, i)
-		}
+	err := script.RunMany(ctx, f.client, batch)
+	for i := range batch {
+		cmds[i] = batch[i].Cmd
 	}
-	if len(retry) > 0 {
-		pipe = f.client.Pipeline()
-		for _, i := range retry {
-			cmds[i] = script.Eval(ctx, pipe, f.keys[calls[i].shard], calls[i].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return cmds, f.mapScriptError(err)
-		}
-	}
-	return cmds, nil
+	return cmds, f.mapScriptError(err)
 }
 
-// perShard runs script once on every shard with the same args, in
+// perShard runs scr once on every shard with the same args, in
 // pipelines of pipeCalls. Without done, the first error is returned. With
 // done, every reply, failed or not, goes to done, which decides: perShard
 // returns the first error done returns.
-func (f *Filter) perShard(ctx context.Context, script *redis.Script, args []any, done func(shard int, cmd *redis.Cmd) error) error {
+func (f *Filter) perShard(ctx context.Context, scr *script.Script, args []any, done func(shard int, cmd *redis.Cmd) error) error {
 	for start := 0; start < f.layout.shards; start += pipeCalls {
 		end := min(start+pipeCalls, f.layout.shards)
 		calls := make([]call, 0, end-start)
 		for s := start; s < end; s++ {
 			calls = append(calls, call{shard: s, args: args})
 		}
-		cmds, err := f.exec(ctx, script, calls)
+		cmds, err := f.exec(ctx, scr, calls)
 		if done == nil {
 			if err != nil {
 				return err
@@ -106,7 +93,7 @@ func checkKeys(elems []string) error {
 // shard into script calls of at most callSize elements (lead args first,
 // then k bit offsets per element), runs each window as one pipeline and
 // hands every call's reply to done (if not nil).
-func (f *Filter) batch(ctx context.Context, script *redis.Script, lead []any, elems []string, done func(c *call, cmd *redis.Cmd) error) error {
+func (f *Filter) batch(ctx context.Context, scr *script.Script, lead []any, elems []string, done func(c *call, cmd *redis.Cmd) error) error {
 	if err := checkKeys(elems); err != nil {
 		return err
 	}
@@ -147,7 +134,7 @@ func (f *Filter) batch(ctx context.Context, script *redis.Script, lead []any, el
 			j = end
 		}
 
-		cmds, err := f.exec(ctx, script, calls)
+		cmds, err := f.exec(ctx, scr, calls)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -125,7 +126,7 @@ func (f *Filter) Delete(ctx context.Context) error {
 func (f *Filter) lead() []any { return []any{f.layout.fingerprint, f.layout.k} }
 
 // one runs the add or query script for a single key.
-func (f *Filter) one(ctx context.Context, script *redis.Script, key string) (any, error) {
+func (f *Filter) one(ctx context.Context, s *script.Script, key string) (any, error) {
 	if key == "" {
 		return nil, ErrEmptyKey
 	}
@@ -139,7 +140,7 @@ func (f *Filter) one(ctx context.Context, script *redis.Script, key string) (any
 	for _, p := range pos {
 		args = append(args, p)
 	}
-	v, err := script.Run(ctx, f.client, f.keys[shard], args...).Result()
+	v, err := s.Run(ctx, f.client, f.keys[shard], args...).Result()
 	if err != nil {
 		if errors.Is(err, redis.Nil) { // the scripts always reply; be safe
 			return nil, fmt.Errorf("bloom: filter %q: empty reply", f.name)

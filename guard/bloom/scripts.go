@@ -3,7 +3,7 @@ package bloom
 import (
 	_ "embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 // Every script runs on one shard and touches only that shard's three keys
@@ -13,29 +13,29 @@ import (
 var (
 	//go:embed query.lua
 	queryLua    string
-	queryScript = redis.NewScript(queryLua)
+	queryScript = script.New(queryLua)
 
 	//go:embed add.lua
 	addLua    string
-	addScript = redis.NewScript(addLua)
+	addScript = script.New(addLua)
 
 	//go:embed begin.lua
 	beginLua    string
-	beginScript = redis.NewScript(beginLua)
+	beginScript = script.New(beginLua)
 
 	//go:embed fill.lua
 	fillLua    string
-	fillScript = redis.NewScript(fillLua)
+	fillScript = script.New(fillLua)
 
 	//go:embed switch.lua
 	switchLua    string
-	switchScript = redis.NewScript(switchLua)
+	switchScript = script.New(switchLua)
 
 	//go:embed abort.lua
 	abortLua    string
-	abortScript = redis.NewScript(abortLua)
+	abortScript = script.New(abortLua)
 
 	//go:embed stats.lua
 	statsLua    string
-	statsScript = redis.NewScript(statsLua)
+	statsScript = script.New(statsLua)
 )

@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/internal/keys"
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 var (
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = script.New(acquireLua)
 
 	//go:embed release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = script.New(releaseLua)
 )
 
 // Concurrency configures NewConcurrency: at most Limit leases at once per

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 //go:embed fixed_window.lua
 var fixedWindowLua string
 
-var fixedWindowScript = redis.NewScript(fixedWindowLua)
+var fixedWindowScript = script.New(fixedWindowLua)
 
 // FixedWindow configures NewFixedWindow: at most Limit calls per Window,
 // the window starting with its first call.

@@ -4,13 +4,13 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 //go:embed funnel.lua
 var funnelLua string
 
-var funnelScript = redis.NewScript(funnelLua)
+var funnelScript = script.New(funnelLua)
 
 // Funnel configures NewFunnel: a leaky bucket of Capacity units that leaks
 // at Leak.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 //go:embed gcra.lua
 var gcraLua string
 
-var gcraScript = redis.NewScript(gcraLua)
+var gcraScript = script.New(gcraLua)
 
 // Rate is a sustained rate: Limit calls per Period.
 type Rate struct {

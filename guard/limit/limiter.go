@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/internal/keys"
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 // limiter is the Limiter of every algorithm: what differs is the script and
 // its arguments. All fields are set by the constructor and never change.
 type limiter struct {
 	client   Client
-	script   *redis.Script
+	script   *script.Script
 	ns       string
 	algo     string // part of the hash tag: "fw", "sl", "sw", "gcra", "fun"
 	limit    int    // Result.Limit, and the largest n AllowN accepts
@@ -26,7 +26,7 @@ type limiter struct {
 	ctr  counters
 }
 
-func newLimiter(client Client, algo string, limit int, opts *Options, script *redis.Script, args func(n int) []any) (*limiter, error) {
+func newLimiter(client Client, algo string, limit int, opts *Options, script *script.Script, args func(n int) []any) (*limiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
 	}

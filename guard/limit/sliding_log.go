@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 //go:embed sliding_log.lua
 var slidingLogLua string
 
-var slidingLogScript = redis.NewScript(slidingLogLua)
+var slidingLogScript = script.New(slidingLogLua)
 
 // SlidingLog configures NewSlidingLog: at most Limit calls in any interval
 // of length Window.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 //go:embed sliding_window.lua
 var slidingWindowLua string
 
-var slidingWindowScript = redis.NewScript(slidingWindowLua)
+var slidingWindowScript = script.New(slidingWindowLua)
 
 // SlidingWindow configures NewSlidingWindow: about Limit calls per Window,
 // with the window sliding.

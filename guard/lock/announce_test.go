@@ -92,7 +92,7 @@ func TestLocker_Release_noWaiterNoPublish(t *testing.T) {
 	c := newClient()
 	hook := &cmdCounter{}
 	c.AddHook(hook)
-	l := lock.New(c, nil)
+	l := mustNew(t, c, nil)
 	defer l.Close()
 	ctx := context.Background()
 
@@ -129,9 +129,9 @@ func TestLocker_Release_noWaiterNoPublish(t *testing.T) {
 func TestLocker_Release_announcedWhileWaited(t *testing.T) {
 	newClient := privateRedis(t)
 	admin := newClient()
-	a := lock.New(newClient(), nil)
+	a := mustNew(t, newClient(), nil)
 	defer a.Close()
-	b := lock.New(newClient(), nil)
+	b := mustNew(t, newClient(), nil)
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -182,7 +182,7 @@ func TestLocker_Release_announcedWhileWaited(t *testing.T) {
 func TestRedlock_Release_noWaiterNoPublish(t *testing.T) {
 	newClient := privateRedis(t)
 	c := newClient()
-	r := lock.NewRedlock([]redis.UniversalClient{c}, nil)
+	r := mustRedlock(t, []redis.UniversalClient{c}, nil)
 	ctx := context.Background()
 	for range 3 {
 		lk := mustObtain(t, r, "r", time.Minute)

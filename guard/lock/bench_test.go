@@ -27,7 +27,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 	// both meet the same load on a shared machine and server: the fair
 	// comparison when other processes come and go. Reported per library.
 	b.Run("alternating", func(b *testing.B) {
-		l := lock.New(rn.Client, &lock.Options{Namespace: rn.Namespace})
+		l := mustNew(b, rn.Client, &lock.Options{Namespace: rn.Namespace})
 		defer l.Close()
 		c := redislock.New(rn.Client)
 		key := rn.Namespace + ":lock:{bench-alt}"
@@ -70,7 +70,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 	})
 
 	b.Run("asidekit", func(b *testing.B) {
-		l := lock.New(rn.Client, &lock.Options{Namespace: rn.Namespace})
+		l := mustNew(b, rn.Client, &lock.Options{Namespace: rn.Namespace})
 		defer l.Close()
 		for b.Loop() {
 			lk, err := l.Obtain(ctx, "bench", ttl, nil)
@@ -98,7 +98,7 @@ func BenchmarkObtainRelease(b *testing.B) {
 
 	// In parallel, each goroutine on its own lock name.
 	b.Run("asidekit-parallel", func(b *testing.B) {
-		l := lock.New(rn.Client, &lock.Options{Namespace: rn.Namespace})
+		l := mustNew(b, rn.Client, &lock.Options{Namespace: rn.Namespace})
 		defer l.Close()
 		var id atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {

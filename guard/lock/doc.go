@@ -37,8 +37,9 @@
 // release announcement. A waiter also sleeps on a timer: the holder's
 // remaining ttl plus one backoff while the subscription is live (a lost
 // announcement, or a holder that crashed, costs at most that), one backoff
-// while it is not. When the subscription comes back after an outage, one
-// waiter of each lock looks again at once. Stats counts both kinds of
+// while it is not. When the subscription comes back after an outage, every
+// waiter looks again at once: releases during the gap were not heard. The
+// subscription is internal/fanout's, shared with cacheaside's waiters. Stats counts both kinds of
 // wake-up.
 //
 // A release publishes only when someone waits: each failed try of a

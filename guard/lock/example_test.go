@@ -37,7 +37,11 @@ func ExampleLocker_Obtain() {
 	ctx := context.Background()
 
 	// One Locker per process, shared by all its goroutines.
-	locker := lock.New(client, &lock.Options{Namespace: ns})
+	locker, err := lock.New(client, &lock.Options{Namespace: ns})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	lk, err := locker.Obtain(ctx, "invoice:7", 10*time.Second, nil)
@@ -74,7 +78,11 @@ func ExampleLock_AutoRefresh() {
 	client, ns, cleanup := exampleClient()
 	defer cleanup()
 	ctx := context.Background()
-	locker := lock.New(client, &lock.Options{Namespace: ns})
+	locker, err := lock.New(client, &lock.Options{Namespace: ns})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	// A short ttl bounds how long a crashed holder blocks others; the
@@ -108,7 +116,11 @@ func ExampleLock_Fence() {
 	client, ns, cleanup := exampleClient()
 	defer cleanup()
 	ctx := context.Background()
-	locker := lock.New(client, &lock.Options{Namespace: ns})
+	locker, err := lock.New(client, &lock.Options{Namespace: ns})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer locker.Close()
 
 	// The store remembers the highest fence it accepted, and refuses
@@ -148,7 +160,11 @@ func ExampleNewRedlock() {
 	for _, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"} {
 		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1}))
 	}
-	rl := lock.NewRedlock(nodes, nil)
+	rl, err := lock.NewRedlock(nodes, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	lk, err := rl.Obtain(ctx, "payout:2026-11-30", 10*time.Second, nil)
 	if errors.Is(err, lock.ErrNoQuorum) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/fanout"
 	"github.com/asidekit/asidekit/internal/keys"
 )
 
@@ -18,9 +19,8 @@ import (
 type Locker struct {
 	client  redis.UniversalClient
 	opts    Options
-	err     error  // a bad client or option, returned by every call
-	channel string // the namespace's unlock channel
-	n       *notifier
+	channel string      // the namespace's unlock channel
+	n       *fanout.Hub // the shared subscription: one wake-up per release
 	stats   counters
 
 	// Script arguments boxed once, not on every call.
@@ -44,17 +44,21 @@ var (
 )
 
 // New returns a Locker that keeps its locks in client. A nil opts means
-// the defaults. A bad option or a nil client is reported by every call.
-func New(client redis.UniversalClient, opts *Options) *Locker {
-	o, err := opts.init()
-	if err == nil && client == nil {
-		err = fmt.Errorf("%w: nil redis client", ErrInvalid)
+// the defaults. A nil client or a bad option is an error that matches
+// ErrInvalidOptions.
+func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
 	}
-	l := &Locker{client: client, opts: o, err: err, channel: o.Namespace + ":lock:unlocked"}
-	l.n = newNotifier(client, l.channel, &l.stats, o.MinBackoff, o.MaxBackoff)
+	o, err := opts.init()
+	if err != nil {
+		return nil, err
+	}
+	l := &Locker{client: client, opts: o, channel: o.Namespace + ":lock:unlocked"}
+	l.n = fanout.New(client, l.channel, &fanout.Options{WakeOne: true, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff})
 	l.channelArg = l.channel
 	l.markArg = markSlack(o.MaxBackoff).Milliseconds()
-	return l
+	return l, nil
 }
 
 // markSlack is how long a waiter's mark lasts past the holder's ttl. The
@@ -92,9 +96,6 @@ func makeKeys(ns, name string) (lockKeys, error) {
 // prepare checks a call's arguments and the Locker's state, and returns
 // the acquisition to try, with a new token.
 func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (*single, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
 	k, err := makeKeys(l.opts.Namespace, name)
 	if err != nil {
 		return nil, err
@@ -102,8 +103,10 @@ func (l *Locker) prepare(ctx context.Context, name string, ttl time.Duration) (*
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	if l.n.isClosed() {
+	select {
+	case <-l.n.Closed():
 		return nil, ErrClosed
+	default:
 	}
 	if err := ctx.Err(); err != nil {
 		l.stats.notObtained.Add(1)
@@ -175,17 +178,14 @@ func (l *Locker) failed(ctx context.Context, name string, err error) error {
 // and waits until it is live or ctx ends. Obtain starts it by itself the
 // first time it has to wait; Listen lets a service pay for it at startup.
 func (l *Locker) Listen(ctx context.Context) error {
-	if l.err != nil {
-		return l.err
-	}
-	live, err := l.n.listen()
+	live, err := l.n.Listen()
 	if err != nil {
-		return err
+		return ErrClosed
 	}
 	select {
 	case <-live:
 		return nil
-	case <-l.n.stop:
+	case <-l.n.Closed():
 		return ErrClosed
 	case <-ctx.Done():
 		return fmt.Errorf("lock: subscribe to %s: %w", l.channel, ctx.Err())
@@ -197,12 +197,16 @@ func (l *Locker) Listen(ctx context.Context) error {
 // Locks already obtained can still be refreshed and released. Close does
 // not close the Redis client. It is safe to call more than once.
 func (l *Locker) Close() error {
-	l.n.close()
+	l.n.Close()
 	return nil
 }
 
 // Stats returns the Locker's counters.
-func (l *Locker) Stats() Stats { return l.stats.snapshot() }
+func (l *Locker) Stats() Stats {
+	s := l.stats.snapshot()
+	s.Subscriptions, s.Notifications = l.n.Stats()
+	return s
+}
 
 // single is one acquisition of a Locker's lock: the Lock it becomes once
 // obtained, and its holder. One allocation holds both, with the scripts'

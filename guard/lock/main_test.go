@@ -18,9 +18,29 @@ func TestMain(m *testing.M) { testcontainers.Main(m) }
 // cleanup.
 func newLocker(t testing.TB, rn *testcontainers.RedisNamespace, client redis.UniversalClient) *lock.Locker {
 	t.Helper()
-	l := lock.New(client, &lock.Options{Namespace: rn.Namespace})
+	l := mustNew(t, client, &lock.Options{Namespace: rn.Namespace})
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// mustNew returns lock.New(client, opts) or fails the test.
+func mustNew(t testing.TB, client redis.UniversalClient, opts *lock.Options) *lock.Locker {
+	t.Helper()
+	l, err := lock.New(client, opts)
+	if err != nil {
+		t.Fatalf("lock.New: %v", err)
+	}
+	return l
+}
+
+// mustRedlock returns lock.NewRedlock(clients, opts) or fails the test.
+func mustRedlock(t testing.TB, clients []redis.UniversalClient, opts *lock.RedlockOptions) *lock.Redlock {
+	t.Helper()
+	r, err := lock.NewRedlock(clients, opts)
+	if err != nil {
+		t.Fatalf("lock.NewRedlock: %v", err)
+	}
+	return r
 }
 
 // mustObtain obtains name with TryObtain or fails the test.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // Redlock obtains locks on N independent Redis nodes (not replicas of one
@@ -29,28 +31,29 @@ import (
 type Redlock struct {
 	clients []redis.UniversalClient
 	opts    RedlockOptions
-	err     error // a bad client or option, returned by every call
 	quorum  int
 	stats   counters
 }
 
 // NewRedlock returns a Redlock over clients, one per independent node. A
-// nil opts means the defaults. A bad option, an empty list or a nil client
-// is reported by every call.
-func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) *Redlock {
-	o, err := opts.init()
-	if err == nil && len(clients) == 0 {
-		err = fmt.Errorf("%w: redlock needs at least one node", ErrInvalid)
+// nil opts means the defaults. An empty list, a nil client or a bad option
+// is an error that matches ErrInvalidOptions.
+func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) (*Redlock, error) {
+	if len(clients) == 0 {
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOptions)
 	}
-	if err == nil && slices.Contains(clients, nil) {
-		err = fmt.Errorf("%w: redlock: nil redis client", ErrInvalid)
+	if i := slices.Index(clients, nil); i >= 0 {
+		return nil, fmt.Errorf("%w: redlock: node %d: nil redis client", ErrInvalidOptions, i)
+	}
+	o, err := opts.init()
+	if err != nil {
+		return nil, err
 	}
 	return &Redlock{
 		clients: slices.Clone(clients),
 		opts:    o,
-		err:     err,
 		quorum:  len(clients)/2 + 1,
-	}
+	}, nil
 }
 
 // Stats returns the Redlock's counters.
@@ -90,7 +93,7 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 		defer bt.Stop()
 		boundC = bt.C
 	}
-	retry := newBackoff(r.opts.MinBackoff, r.opts.MaxBackoff)
+	retry := backoff.New(r.opts.MinBackoff, r.opts.MaxBackoff)
 	var timer *time.Timer
 	for waited := false; ; waited = true {
 		fence, err := r.round(ctx, k, token, ttl)
@@ -102,10 +105,10 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 		}
 		if !waited {
 			r.stats.waits.Add(1)
-			timer = time.NewTimer(retry.next())
+			timer = time.NewTimer(retry.Next())
 			defer timer.Stop()
 		} else {
-			timer.Reset(retry.next())
+			timer.Reset(retry.Next())
 		}
 		select {
 		case <-timer.C:
@@ -120,9 +123,6 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 }
 
 func (r *Redlock) prepare(ctx context.Context, name string, ttl time.Duration) (lockKeys, error) {
-	if r.err != nil {
-		return lockKeys{}, r.err
-	}
 	k, err := makeKeys(r.opts.Namespace, name)
 	if err != nil {
 		return k, err

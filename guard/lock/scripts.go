@@ -3,7 +3,7 @@ package lock
 import (
 	_ "embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 var (
@@ -18,11 +18,11 @@ var (
 	//go:embed fence.lua
 	fenceLua string
 
-	// Each script is wrapped once: Run sends EVALSHA and falls back to EVAL
-	// when the server does not know the script yet.
-	obtainScript  = redis.NewScript(obtainLua)
-	releaseScript = redis.NewScript(releaseLua)
-	refreshScript = redis.NewScript(refreshLua)
-	pttlScript    = redis.NewScript(pttlLua)
-	fenceScript   = redis.NewScript(fenceLua)
+	// Each script is wrapped once (internal/script): Run sends EVALSHA and
+	// falls back to EVAL when the server does not know the script yet.
+	obtainScript  = script.New(obtainLua)
+	releaseScript = script.New(releaseLua)
+	refreshScript = script.New(refreshLua)
+	pttlScript    = script.New(pttlLua)
+	fenceScript   = script.New(fenceLua)
 )

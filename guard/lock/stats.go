@@ -34,8 +34,8 @@ type Stats struct {
 
 // counters hold Stats as atomics.
 type counters struct {
-	obtained, notObtained, errors, waits          atomic.Uint64
-	wakeNotified, wakeTimer, messages, subscribes atomic.Uint64
+	obtained, notObtained, errors, waits atomic.Uint64
+	wakeNotified, wakeTimer              atomic.Uint64
 	// sleeps counts failed tries after which a waiter went to sleep; tests
 	// use it to act only once a waiter is really waiting.
 	sleeps atomic.Uint64
@@ -49,7 +49,5 @@ func (c *counters) snapshot() Stats {
 		Waits:           c.waits.Load(),
 		WakeupsNotified: c.wakeNotified.Load(),
 		WakeupsTimer:    c.wakeTimer.Load(),
-		Notifications:   c.messages.Load(),
-		Subscriptions:   c.subscribes.Load(),
 	}
 }

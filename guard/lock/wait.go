@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // wait waits for a held lock and takes it. It registers a waiter with the
@@ -17,12 +19,12 @@ import (
 func (l *Locker) wait(ctx context.Context, s *single, bound time.Duration) (int64, error) {
 	name := s.lk.name
 	l.stats.waits.Add(1)
-	w, live, err := l.n.register(s.msg)
+	w, err := l.n.Register(s.msg)
 	if err != nil {
-		return 0, err
+		return 0, ErrClosed
 	}
 	obtained := false
-	defer func() { l.n.unregister(s.msg, w, !obtained) }()
+	defer func() { l.n.Unregister(w, !obtained) }()
 
 	var boundC <-chan time.Time
 	if bound > 0 {
@@ -40,17 +42,17 @@ func (l *Locker) wait(ctx context.Context, s *single, bound time.Duration) (int6
 	// A new subscription takes a round trip; waiting for it (at most one
 	// MaxBackoff) keeps the first sleeps on notifications too.
 	select {
-	case <-live:
+	case <-l.n.Live():
 	case <-timer.C:
 	case <-ctx.Done():
 		return 0, l.failed(ctx, name, ctx.Err())
 	case <-boundC:
 		return 0, giveUp()
-	case <-l.n.stop:
+	case <-l.n.Closed():
 		return 0, ErrClosed
 	}
 
-	retry := newBackoff(l.opts.MinBackoff, l.opts.MaxBackoff)
+	retry := backoff.New(l.opts.MinBackoff, l.opts.MaxBackoff)
 	for {
 		ok, v, err := s.attempt(ctx, true)
 		if err != nil {
@@ -60,24 +62,24 @@ func (l *Locker) wait(ctx context.Context, s *single, bound time.Duration) (int6
 			obtained = true
 			return v, nil
 		}
-		d := retry.next()
-		if v > 0 && l.n.liveNow() {
+		d := retry.Next()
+		if v > 0 && l.n.LiveNow() {
 			d += time.Duration(v) * time.Millisecond
 		}
 		timer.Stop()
 		timer.Reset(d)
 		l.stats.sleeps.Add(1)
 		select {
-		case <-w.ch:
+		case <-w.C:
 			l.stats.wakeNotified.Add(1)
-			retry.reset()
+			retry.Reset()
 		case <-timer.C:
 			l.stats.wakeTimer.Add(1)
 		case <-ctx.Done():
 			return 0, l.failed(ctx, name, ctx.Err())
 		case <-boundC:
 			return 0, giveUp()
-		case <-l.n.stop:
+		case <-l.n.Closed():
 			return 0, ErrClosed
 		}
 	}

@@ -174,9 +174,9 @@ func TestLocker_Obtain_resubscribeWakesWaiters(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	a := lock.New(newClient(), nil)
+	a := mustNew(t, newClient(), nil)
 	defer a.Close()
-	b := lock.New(newClient(), nil)
+	b := mustNew(t, newClient(), nil)
 	defer b.Close()
 	ctx := context.Background()
 

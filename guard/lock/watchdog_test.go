@@ -75,7 +75,7 @@ func TestLock_AutoRefresh_redisDown(t *testing.T) {
 	srv := testcontainers.NewRedisServer(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	defer client.Close()
-	l := lock.New(client, nil)
+	l := mustNew(t, client, nil)
 	defer l.Close()
 	ctx := context.Background()
 
@@ -126,8 +126,8 @@ func TestLocker_Close_noGoroutineLeak(t *testing.T) {
 	defer a.Close()
 	b := redis.NewClient(&redis.Options{Addr: rn.Addrs[0]})
 	defer b.Close()
-	la := lock.New(a, &lock.Options{Namespace: rn.Namespace})
-	lb := lock.New(b, &lock.Options{Namespace: rn.Namespace})
+	la := mustNew(t, a, &lock.Options{Namespace: rn.Namespace})
+	lb := mustNew(t, b, &lock.Options{Namespace: rn.Namespace})
 
 	held := mustObtain(t, la, "r", time.Minute)
 	_, stop := held.AutoRefresh(ctx)

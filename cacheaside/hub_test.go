@@ -1,0 +1,91 @@
+package cacheaside
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// scriptCalls counts the script commands (EVALSHA, EVAL) a client sends.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (h *scriptCalls) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if name := c.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+	}
+}
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
+}
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
+}
+
+// A Mutex waiter whose shared subscription is cut (CLIENT KILL TYPE
+// pubsub) is woken once the subscription is back, and re-checks at once:
+// an announcement sent during the gap was lost. Its re-check timer is an
+// hour, so only the reconnection can wake it. The server is private: the
+// kill would cut other tests' subscriptions on a shared one.
+func TestMutex_resubscribeWakesWaiter(t *testing.T) {
+	srv := testcontainers.NewRedisServer(t)
+	newClient := func() *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: 5 * time.Minute}
+	holder := newEntity[user](t, newCache(t, newClient(), "ak", nil), "hot", p)
+	client := newClient()
+	var calls scriptCalls
+	client.AddHook(&calls)
+	wc := newCache(t, client, "ak", nil)
+	wc.recheck = time.Hour
+	waiter := newEntity[user](t, wc, "hot", p)
+
+	entered, gate := make(chan struct{}), make(chan struct{})
+	load := func(ctx context.Context, id string) (user, error) {
+		close(entered)
+		<-gate
+		return user{ID: id, Name: "v"}, nil
+	}
+	ctx := context.Background()
+	held := make(chan error, 1)
+	go func() {
+		_, err := holder.Get(ctx, "1", load)
+		held <- err
+	}()
+	<-entered
+	done := make(chan getResult, 1)
+	go func() {
+		u, err := waiter.Get(ctx, "1", func(context.Context, string) (user, error) {
+			t.Error("the waiter loaded")
+			return user{}, nil
+		})
+		done <- getResult{u, err}
+	}()
+	// The waiter's lease call, then its re-check once subscribed.
+	waitFor(t, time.Minute, func() bool { return waiter.Stats().LockWaits == 1 && calls.n.Load() == 2 })
+
+	if n, err := client.ClientKillByFilter(ctx, "TYPE", "pubsub").Result(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want the waiter's subscription", n, err)
+	}
+	waitFor(t, 30*time.Second, func() bool { return calls.n.Load() >= 3 })
+
+	close(gate)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.u.Name != "v" {
+		t.Fatalf("waiter: %+v, %v", res.u, res.err)
+	}
+}
