@@ -141,11 +141,14 @@ func TestScenarios_real(t *testing.T) {
 		ap.Keys, ap.TTL, ap.Jitter, ap.Tail = 300, 3*time.Second, 0.5, 300*time.Millisecond
 		ap.OutageAt, ap.OutageFor = 500*time.Millisecond, 1500*time.Millisecond
 		// The peaks are a rate: on a starved machine (the race detector,
-		// other packages' tests) the readers fall behind, drop reads, and
-		// smear no_jitter's burst over many buckets. A run whose readers
-		// dropped reads measured the machine, not the jitter: such runs
-		// are repeated (at most three in all) before the peaks are judged.
+		// other packages' tests, a burner) the readers fall behind, drop
+		// reads, and smear no_jitter's burst over many buckets. A run whose
+		// readers dropped reads measured the machine, not the jitter: such
+		// runs are repeated (at most three in all), and if the readers never
+		// kept up the peaks are reported but not judged (an open-loop load
+		// that fell behind its rate is no measurement).
 		var res benchmarks.Result
+		var dropped float64
 		for attempt := 1; ; attempt++ {
 			var err error
 			res, err = benchmarks.RunAvalanche(ctx, env, ap, benchmarks.AvalancheVariants(ap))
@@ -153,7 +156,7 @@ func TestScenarios_real(t *testing.T) {
 				t.Fatal(err)
 			}
 			logRows(t, res)
-			dropped := metric(t, res, "no_jitter", "dropped") + metric(t, res, "jitter", "dropped")
+			dropped = metric(t, res, "no_jitter", "dropped") + metric(t, res, "jitter", "dropped")
 			if dropped == 0 || attempt == 3 {
 				break
 			}
@@ -162,7 +165,10 @@ func TestScenarios_real(t *testing.T) {
 		results = append(results, res)
 		nj := metric(t, res, "no_jitter", benchmarks.MetricPeakPer100ms)
 		j := metric(t, res, "jitter", benchmarks.MetricPeakPer100ms)
-		if j*2 > nj {
+		switch {
+		case dropped > 0:
+			t.Logf("peak DB loads per 100 ms: jitter %v, no_jitter %v: not judged, the readers dropped %v reads in each of 3 runs (machine too busy to hold the rate)", j, nj, dropped)
+		case j*2 > nj:
 			t.Errorf("peak DB loads per 100 ms: jitter %v, no_jitter %v; want jitter at most half", j, nj)
 		}
 		for _, v := range []string{"no_jitter", "jitter"} {
