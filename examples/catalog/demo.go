@@ -64,8 +64,11 @@ func demo(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "\nGET /metrics (excerpt):")
+	fmt.Fprintln(out, "\nGET /metrics (excerpt, counters above zero):")
 	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasSuffix(line, " 0") {
+			continue
+		}
 		if strings.HasPrefix(line, `asidekit_cache_events_total{entity="products",`) ||
 			strings.HasPrefix(line, "asidekit_bloom_fill_ratio") ||
 			strings.HasPrefix(line, "asidekit_seqgen_segments_reserved_total") {
