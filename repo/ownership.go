@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -67,31 +66,13 @@ func claimName(db *gorm.DB, cache *cacheaside.Cache, sch *schema.Schema, name st
 	ctx, cancel := context.WithTimeout(context.Background(), ClaimTimeout)
 	defer cancel()
 	ns := cache.Namespace()
-	log := slog.Default().With("entity", name, "namespace", ns)
 	id, err := tableIdentity(ctx, db, sch.Table)
 	if err != nil {
-		err = fmt.Errorf("%w: %s in namespace %s: identify the database: %w", ErrOwnershipUnchecked, name, ns, err)
-		log.Warn("repo: entity ownership not checked", "err", err)
-		return nil, err
+		return nil, owner.Unchecked(ErrOwnershipUnchecked, ns, name, fmt.Errorf("identify the database: %w", err))
 	}
 	rec := owner.Record{Owner: id, Model: modelShape(sch)}
-	out, held, err := owner.Claim(ctx, cache.Client(), ns, name, rec, mode == OwnershipTakeOver)
-	if err != nil {
-		err = fmt.Errorf("%w: %s in namespace %s: %w", ErrOwnershipUnchecked, name, ns, err)
-		log.Warn("repo: entity ownership not checked", "err", err)
-		return nil, err
-	}
-	switch out {
-	case owner.Conflict:
-		return fmt.Errorf("%w: entity %q in namespace %q belongs to %s, and this repository caches %s: "+
-			"set a distinct Namespace or Options.Name (or Options.Ownership, to share or take it over on purpose)",
-			ErrNamespaceCollision, name, ns, held.Owner, rec.Owner), nil
-	case owner.TookOver:
-		log.Warn("repo: entity taken over", "from", held.Owner, "to", rec.Owner)
-	case owner.ModelChanged:
-		log.Info("repo: entity's model changed", "from", held.Model, "to", rec.Model)
-	}
-	return nil, nil
+	return owner.Check(ctx, cache.Client(), ns, name, rec, mode == OwnershipTakeOver, ErrNamespaceCollision, ErrOwnershipUnchecked,
+		"set a distinct Namespace or Options.Name (or Options.Ownership, to share or take it over on purpose)")
 }
 
 // tableIdentity names the database server, the database and the

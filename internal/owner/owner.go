@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -102,4 +103,36 @@ func Parse(v string) Record {
 		return Record{Owner: v}
 	}
 	return r
+}
+
+// Check claims name for rec as Claim does, and says what the caller
+// reports: collision (wrapping errCollision, naming the entity, the
+// namespace and both owners) when another owner holds the name, or
+// unchecked (wrapping errUnchecked and the cause) when Redis did not
+// answer, which it also logs. It logs a take-over and a model change.
+// hint ends the collision's message: what the caller can change.
+func Check(ctx context.Context, c redis.Cmdable, ns, name string, rec Record, takeOver bool, errCollision, errUnchecked error, hint string) (collision, unchecked error) {
+	log := slog.Default().With("entity", name, "namespace", ns)
+	out, held, err := Claim(ctx, c, ns, name, rec, takeOver)
+	if err != nil {
+		return nil, Unchecked(errUnchecked, ns, name, err)
+	}
+	switch out {
+	case Conflict:
+		return fmt.Errorf("%w: entity %q in namespace %q belongs to %s, and this one caches %s: %s",
+			errCollision, name, ns, held.Owner, rec.Owner, hint), nil
+	case TookOver:
+		log.Warn("asidekit: entity taken over", "from", held.Owner, "to", rec.Owner)
+	case ModelChanged:
+		log.Info("asidekit: entity's model changed", "from", held.Model, "to", rec.Model)
+	}
+	return nil, nil
+}
+
+// Unchecked wraps the reason an owner could not be checked in
+// errUnchecked, and logs it as a warning.
+func Unchecked(errUnchecked error, ns, name string, cause error) error {
+	err := fmt.Errorf("%w: %s in namespace %s: %w", errUnchecked, name, ns, cause)
+	slog.Default().Warn("asidekit: entity ownership not checked", "entity", name, "namespace", ns, "err", err)
+	return err
 }
