@@ -54,7 +54,7 @@ var (
 
 // ClaimTimeout bounds New's ownership check: the database queries that
 // identify the table and the Redis round trip of the claim.
-const ClaimTimeout = 3 * time.Second
+const ClaimTimeout = 5 * time.Second
 
 // claimName checks and claims the entity's name as Options.Ownership says.
 // It returns ErrNamespaceCollision (New fails), or an error matching
