@@ -2,6 +2,12 @@
 # made sure PostgreSQL and Redis answer); `make demo` needs no server at all.
 
 GO              ?= go
+
+# The go.work at the root exists so that `go run ./examples/catalog` works
+# from the root. Every target here builds each module with its own go.mod
+# instead (the versions its users get), never with the workspace's merged
+# build list.
+export GOWORK := off
 STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)

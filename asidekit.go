@@ -13,7 +13,10 @@
 // Unlike the packages' own Options, whose Namespace defaults to "ak", a
 // Config's Namespace is required: two services built from a Kit cannot
 // share an entity's cache keys by both leaving it out (two services with a
-// products table would otherwise read each other's entries).
+// products table would otherwise read each other's entries). Within a
+// namespace, repo.New and NewEntity claim each entity's name for its owner
+// (a repository's database and table, an entity's Go type) and fail with
+// ErrNamespaceCollision when another owner holds it.
 package asidekit
 
 import (

@@ -107,3 +107,36 @@ func scanAll(ctx context.Context, c redis.UniversalClient, pattern string) ([]st
 	}
 	return out, iter.Err()
 }
+
+type profileV1 struct{ Name string }
+
+type billingProfile struct{ IBAN string }
+
+// Two programs' entities of one name on one namespace: another type is a
+// collision, the same type (another instance) is not.
+func TestNewEntity_collision(t *testing.T) {
+	r := testcontainers.Redis(t)
+	kit := func() *asidekit.Kit {
+		k, err := asidekit.New(asidekit.Config{Namespace: r.Namespace, Redis: r.Client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.Close() })
+		return k
+	}
+	if _, err := asidekit.NewEntity[profileV1](kit(), "profile", cacheaside.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asidekit.NewEntity[profileV1](kit(), "profile", cacheaside.Policy{}); err != nil {
+		t.Fatalf("NewEntity of the same type again = %v", err)
+	}
+	_, err := asidekit.NewEntity[billingProfile](kit(), "profile", cacheaside.Policy{})
+	if !errors.Is(err, asidekit.ErrNamespaceCollision) || !strings.Contains(err.Error(), "asidekit_test.profileV1") ||
+		!strings.Contains(err.Error(), "asidekit_test.billingProfile") {
+		t.Fatalf("NewEntity of another type = %v, want ErrNamespaceCollision naming both", err)
+	}
+	// Shared on purpose: cacheaside.NewEntity on the Kit's Cache checks nothing.
+	if _, err := cacheaside.NewEntity[billingProfile](kit().Cache(), "profile", cacheaside.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -191,3 +191,6 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 // Client returns the Redis client the Cache was built on, for companions
 // that should live on the same Redis (a Bloom filter, for one).
 func (c *Cache) Client() redis.UniversalClient { return c.client }
+
+// Namespace returns the namespace that prefixes the Cache's keys.
+func (c *Cache) Namespace() string { return c.ns }

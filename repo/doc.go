@@ -75,6 +75,32 @@
 // deleted rows stop passing. Rows written around the repository read as
 // absent until one of those two runs.
 //
+// # Ownership
+//
+// Entities are named after their table and namespaces default to "ak", so
+// two services left on the defaults that both have a products table would
+// share cache entries. New therefore claims the entity's name in the
+// Cache's namespace: it records the owner — the database server
+// (PostgreSQL's system identifier, else its address and port), the
+// database and the schema-qualified table; SQLite's file; the dialect and
+// table elsewhere — with HSETNX in one Redis hash per namespace,
+// "<ns>:owners" (one key: Cluster-safe; no TTL). Another instance of the
+// same service, or a restart, finds its own record. A repository over
+// another database or table under the same name fails with
+// ErrNamespaceCollision and writes nothing. Options.Ownership overrides
+// the check: OwnershipShared for deliberate sharing, OwnershipTakeOver
+// after moving the service to a new database.
+//
+// A change of the model (a column added during a rolling deploy) is not a
+// collision: old and new instances read the same table, and JSON decodes
+// either shape (unknown fields are ignored, missing ones left zero). The
+// record follows the newer model. A change that the two shapes cannot
+// share (a field renamed or retyped) calls for a new Options.Name.
+//
+// When Redis or the database does not answer within ClaimTimeout, New
+// fails open: it logs a warning with log/slog's default logger, and Claim
+// returns an error matching ErrOwnershipUnchecked.
+//
 // DB returns a plain *gorm.DB on T's table for queries the repository does
 // not cover; they are not cached.
 package repo

@@ -47,6 +47,11 @@ type Options struct {
 	// than one.
 	UniqueKey []string
 
+	// Ownership says how New claims Name in the Cache's namespace, so that
+	// two services never share an entity's cache entries by accident (see
+	// "Ownership" in the package doc). Default OwnershipCheck.
+	Ownership Ownership
+
 	// BatchSize is the most ids one SELECT … IN (…) carries, and the page
 	// size of WarmFilter and RebuildFilter. Default DefaultBatchSize.
 	BatchSize int
@@ -67,6 +72,9 @@ const (
 func (o Options) withDefaults(table string) (Options, error) {
 	if o.Filter != nil && o.Policy.Filter != nil {
 		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalidOptions)
+	}
+	if o.Ownership < OwnershipCheck || o.Ownership > OwnershipShared {
+		return o, fmt.Errorf("%w: unknown Ownership %d", ErrInvalidOptions, o.Ownership)
 	}
 	if o.Name == "" {
 		o.Name = table

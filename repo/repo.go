@@ -40,11 +40,16 @@ type core[T any, ID comparable] struct {
 	// softDel is the gorm.DeletedAt column, nil without one: Create may
 	// then take over a soft-deleted row's primary key.
 	softDel *schema.Field
+	// claimErr is why New could not check the entity's owner (Claim).
+	claimErr error
 }
 
 // New returns the repository of T's table. T must be a GORM model with a
 // single-column primary key whose Go type is ID. A nil cache or db, or a
-// model it cannot use, is an error matching ErrInvalidOptions.
+// model it cannot use, is an error matching ErrInvalidOptions. New claims
+// the entity's name in the Cache's namespace (Options.Ownership): when
+// another database's or table's repository holds it, New fails with
+// ErrNamespaceCollision.
 func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Options) (*Repository[T, ID], error) {
 	if db == nil || cache == nil {
 		return nil, fmt.Errorf("%w: nil *gorm.DB or *cacheaside.Cache", ErrInvalidOptions)
@@ -73,6 +78,10 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	if err != nil {
 		return nil, err
 	}
+	collision, unchecked := claimName(db, cache, sch, o.Name, o.Ownership)
+	if collision != nil {
+		return nil, collision
+	}
 	c := &core[T, ID]{
 		db:     db.Session(&gorm.Session{NewDB: true}),
 		client: cache.Client(),
@@ -82,6 +91,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		idKey:  idKey,
 		batch:  o.BatchSize,
 	}
+	c.claimErr = unchecked
 	for _, f := range sch.Fields {
 		if f.DBName != "" && f.FieldType == reflect.TypeFor[gorm.DeletedAt]() {
 			c.softDel = f

@@ -131,3 +131,24 @@ func TestCatalog_embedded(t *testing.T) {
 		}
 	}
 }
+
+// -demo sends its requests and prints every reply, then returns.
+func TestCatalog_demo(t *testing.T) {
+	var out strings.Builder
+	if err := demo(context.Background(), Config{Namespace: "catalogdemo", Seed: 100, PerIPRate: 10, PerIPBurst: 40}, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"GET /products/p7 -> 200",
+		"GET /products/p999999 -> 404",
+		"GET /products/by-slug/lamp -> 200",
+		"POST /orders -> 201",
+		`"serial":"ORD`,
+		`asidekit_cache_events_total{entity="products",event="hit"}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -11,13 +11,14 @@
 //   - Prometheus metrics of the cache, the filters, the limiter and the
 //     generator on /metrics.
 //
-// It runs with no server at all, on in-process miniredis and SQLite:
+// It runs with no server at all, on in-process miniredis and SQLite, from
+// the repository root (its go.work names this module) or from here:
 //
-//	go run .                      (from examples/catalog)
-//	go -C examples/catalog run .  (from the repository root)
+//	go run ./examples/catalog         (serves on 127.0.0.1:8080 until Ctrl-C)
+//	go run ./examples/catalog -demo   (sends a few requests, prints, exits)
 //
 // and on real servers with -redis 127.0.0.1:6379 -postgres 'postgres://…'.
-// Then:
+// While it serves:
 //
 //	curl localhost:8080/products/p1
 //	curl localhost:8080/products/by-slug/product-1
@@ -47,11 +48,16 @@ func main() {
 	flag.IntVar(&cfg.Seed, "seed", 1000, "products to create at start (p1…pN), if the table is empty")
 	flag.IntVar(&cfg.PerIPRate, "rate", 20, "requests per second per client IP (token bucket refill)")
 	flag.IntVar(&cfg.PerIPBurst, "burst", 40, "requests a client IP may send at once")
+	demoRun := flag.Bool("demo", false, "send a few requests to the service, print the replies and exit, instead of serving")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := serve(ctx, cfg); err != nil {
+	run := serve
+	if *demoRun {
+		run = func(ctx context.Context, cfg Config) error { return demo(ctx, cfg, os.Stdout) }
+	}
+	if err := run(ctx, cfg); err != nil {
 		log.Fatal("catalog: ", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/asidekit/asidekit"
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/guard/limit"
@@ -59,7 +60,6 @@ type Service struct {
 	backend  string
 	db       *gorm.DB
 	rdb      *redis.Client
-	cache    *cacheaside.Cache
 	products *repo.Repository[Product, string]
 	orders   *seqgen.Generator
 	limiter  limit.Limiter
@@ -83,24 +83,30 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 
+	// The namespace is said once, in the Kit: the cache, the filters, the
+	// generator and the limiter are all built in it, and the repository
+	// claims "products" in it (a second service on the same namespace
+	// with another database's products table fails to start).
 	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
-	if s.cache, err = cacheaside.New(s.rdb, &cacheaside.Options{Namespace: cfg.Namespace, Observer: obs}); err != nil {
+	kit, err := asidekit.New(asidekit.Config{Namespace: cfg.Namespace, Redis: s.rdb, DB: s.db,
+		Cache: &cacheaside.Options{Observer: obs}})
+	if err != nil {
 		return nil, err
 	}
-	s.closers = append(s.closers, s.cache.Close)
-	s.products, err = repo.New[Product, string](s.db, s.cache, repo.Options{
+	s.closers = append(s.closers, kit.Close)
+	s.products, err = repo.New[Product, string](s.db, kit.Cache(), repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex},
-		Filter: &bloom.Options{Namespace: cfg.Namespace, Capacity: 1_000_000, FalsePositiveRate: 0.01},
+		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1_000_000, FalsePositiveRate: 0.01}),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if s.orders, err = seqgen.New(s.rdb, s.db, &seqgen.Options{Namespace: cfg.Namespace, Location: time.UTC}); err != nil {
+	if s.orders, err = kit.Generator(&seqgen.Options{Location: time.UTC}); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, s.orders.Close)
 	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: limit.PerSecond(cfg.PerIPRate), Burst: cfg.PerIPBurst},
-		&limit.Options{Namespace: cfg.Namespace})
+		kit.LimitOptions(nil))
 	if err != nil {
 		return nil, err
 	}
