@@ -39,6 +39,20 @@ type LocalInvalidationParams struct {
 	// LocalTTL is the near cache's Local.TTL: the bound on staleness when
 	// a change is not seen at all.
 	LocalTTL time.Duration `json:"local_ttl"`
+	// Tail is the longest wait, after the last write, for every reader to
+	// serve every key's last version (the run ends as soon as they all
+	// have); a write still unserved then counts with its delay until then.
+	// Default: max(200ms, 4×WriteEvery) in local_invalidation, LocalTTL +
+	// 1s in outside_write.
+	Tail time.Duration `json:"tail,omitempty"`
+}
+
+// tailOr is p.Tail, or def when it is zero.
+func (p LocalInvalidationParams) tailOr(def time.Duration) time.Duration {
+	if p.Tail > 0 {
+		return p.Tail
+	}
+	return def
 }
 
 // localVariant is one row of local_invalidation.
@@ -137,7 +151,7 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	d := staleDrive{
 		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
 		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
-		tail: max(200*time.Millisecond, 4*p.WriteEvery),
+		tail: p.tailOr(max(200*time.Millisecond, 4*p.WriteEvery)),
 		read: func(ctx context.Context, proc, k int) (int64, error) {
 			got, err := readers[proc].Get(ctx, strconv.Itoa(k), load)
 			if err != nil {

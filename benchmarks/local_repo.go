@@ -62,7 +62,7 @@ func runLocalRepo(ctx context.Context, env *Env, p LocalInvalidationParams, v lo
 	d := staleDrive{
 		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
 		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
-		tail: max(200*time.Millisecond, 4*p.WriteEvery),
+		tail: p.tailOr(max(200*time.Millisecond, 4*p.WriteEvery)),
 		read: func(ctx context.Context, proc, k int) (int64, error) {
 			got, err := readers[proc].Get(ctx, int64(localRepoBase+k))
 			if err != nil {
