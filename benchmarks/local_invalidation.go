@@ -148,32 +148,23 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 		readers[i] = e
 	}
 
-	d := staleDrive{
-		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
-		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
-		tail: p.tailOr(max(200*time.Millisecond, 4*p.WriteEvery)),
-		read: func(ctx context.Context, proc, k int) (int64, error) {
-			got, err := readers[proc].Get(ctx, strconv.Itoa(k), load)
-			if err != nil {
+	read := func(ctx context.Context, proc, k int) (Value, error) {
+		return readers[proc].Get(ctx, strconv.Itoa(k), load)
+	}
+	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, w, k int) (int64, error) {
+		if v.kill && w == p.Writes/2 {
+			if err := killNearConns(ctx, env.NewClient(), ns); err != nil {
 				return 0, err
 			}
-			return strconv.ParseInt(got.Name, 10, 64)
-		},
-		write: func(ctx context.Context, w, k int) (int64, error) {
-			if v.kill && w == p.Writes/2 {
-				if err := killNearConns(ctx, env.NewClient(), ns); err != nil {
-					return 0, err
-				}
-			}
-			ver := verOf(k).Add(1)
-			id := strconv.Itoa(k)
-			if v.plain {
-				key, _ := writer.Key(id)
-				return ver, env.NewClient().Del(ctx, key).Err()
-			}
-			return ver, writer.Set(ctx, id, versioned(k, ver))
-		},
-	}
+		}
+		ver := verOf(k).Add(1)
+		id := strconv.Itoa(k)
+		if v.plain {
+			key, _ := writer.Key(id)
+			return ver, env.NewClient().Del(ctx, key).Err()
+		}
+		return ver, writer.Set(ctx, id, versioned(k, ver))
+	})
 	st := d.run(ctx)
 	row := Row{Variant: v.name, Notes: v.notes}
 	st.setInvalidation(&row)

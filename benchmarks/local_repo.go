@@ -59,22 +59,13 @@ func runLocalRepo(ctx context.Context, env *Env, p LocalInvalidationParams, v lo
 		defer c.Close()
 		readers[i] = users
 	}
-	d := staleDrive{
-		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
-		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
-		tail: p.tailOr(max(200*time.Millisecond, 4*p.WriteEvery)),
-		read: func(ctx context.Context, proc, k int) (int64, error) {
-			got, err := readers[proc].Get(ctx, int64(localRepoBase+k))
-			if err != nil {
-				return 0, err
-			}
-			return strconv.ParseInt(got.Name, 10, 64)
-		},
-		write: func(ctx context.Context, _, k int) (int64, error) {
-			vers[k]++
-			return vers[k], writer.Update(ctx, row(k, vers[k]))
-		},
+	read := func(ctx context.Context, proc, k int) (Value, error) {
+		return readers[proc].Get(ctx, int64(localRepoBase+k))
 	}
+	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, _, k int) (int64, error) {
+		vers[k]++
+		return vers[k], writer.Update(ctx, row(k, vers[k]))
+	})
 	st := d.run(ctx)
 	out := Row{Variant: v.name, Notes: v.notes}
 	st.setInvalidation(&out)

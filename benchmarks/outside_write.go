@@ -84,22 +84,13 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 		return Row{}, fmt.Errorf("its Subject (%T) does not name its keys (Keyed)", subs[0])
 	}
 	outside := env.NewClient()
-	d := staleDrive{
-		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
-		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
-		tail: p.tailOr(p.LocalTTL + time.Second),
-		read: func(ctx context.Context, proc, k int) (int64, error) {
-			got, err := subs[proc].Get(ctx, int64(k+1))
-			if err != nil {
-				return 0, err
-			}
-			return strconv.ParseInt(got.Name, 10, 64)
-		},
-		write: func(ctx context.Context, _, k int) (int64, error) {
-			ver := truth[k].Add(1)
-			return ver, outside.Del(ctx, keyed.CacheKey(int64(k+1))).Err()
-		},
+	read := func(ctx context.Context, proc, k int) (Value, error) {
+		return subs[proc].Get(ctx, int64(k+1))
 	}
+	d := p.drive(p.LocalTTL+time.Second, read, func(ctx context.Context, _, k int) (int64, error) {
+		ver := truth[k].Add(1)
+		return ver, outside.Del(ctx, keyed.CacheKey(int64(k+1))).Err()
+	})
 	st := d.run(ctx)
 	row := Row{Variant: v.Name, Notes: v.Notes}
 	st.setInvalidation(&row)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,25 @@ type staleStats struct {
 	after    int   // of those, begun more than max(delays) + 10ms after it
 	requests int   // reads
 	errors   int64 // failed reads and writes
+}
+
+// drive returns the staleDrive of p: read returns a value whose Name is
+// its version; the tail is p.Tail, or def when that is zero.
+func (p LocalInvalidationParams) drive(def time.Duration, read func(ctx context.Context, proc, k int) (Value, error),
+	write func(ctx context.Context, w, k int) (int64, error)) staleDrive {
+	return staleDrive{
+		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
+		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
+		tail: p.tailOr(def),
+		read: func(ctx context.Context, proc, k int) (int64, error) {
+			got, err := read(ctx, proc, k)
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(got.Name, 10, 64)
+		},
+		write: write,
+	}
 }
 
 func (d staleDrive) run(ctx context.Context) staleStats {
