@@ -93,14 +93,11 @@ func moveSlot(t *testing.T, src, dst *redis.Client, slot int) {
 	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 }
 
-// A real topology change: a master joins a private cluster and takes the
-// slot of a cached key. The near cache tracks it from the next listing of
-// the masters (flushing in between), so a plain DEL of the key on the new
-// master reaches the reader. Before the feeds followed the topology, the
-// new master was never tracked and the reader served the old value until
-// Local.TTL (an hour here).
-func TestLocal_clusterReshard(t *testing.T) {
-	a, b := clusterNode(t), clusterNode(t)
+// privateCluster starts a cluster of two nodes of its own: a holds every
+// slot, b none (a master with no slots, not listed by CLUSTER SLOTS).
+func privateCluster(t *testing.T) (a, b *redis.Client) {
+	t.Helper()
+	a, b = clusterNode(t), clusterNode(t)
 	ctx := context.Background()
 	if err := a.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
@@ -112,15 +109,29 @@ func TestLocal_clusterReshard(t *testing.T) {
 	waitFor(t, 20*time.Second, func() bool {
 		return clusterInfoHas(a, "cluster_state:ok", "cluster_known_nodes:2") && clusterInfoHas(b, "cluster_state:ok", "cluster_known_nodes:2")
 	})
-	newClient := func() *redis.ClusterClient {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{a.Options().Addr}})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	outside := newClient()
+	return a, b
+}
+
+// clusterClientOf returns a new ClusterClient seeded with node's address.
+func clusterClientOf(t *testing.T, node *redis.Client) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{node.Options().Addr}})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A real topology change: a master joins a private cluster and takes the
+// slot of a cached key. The near cache tracks it from the next listing of
+// the masters (flushing in between), so a plain DEL of the key on the new
+// master reaches the reader. Before the feeds followed the topology, the
+// new master was never tracked and the reader served the old value until
+// Local.TTL (an hour here).
+func TestLocal_clusterReshard(t *testing.T) {
+	a, b := privateCluster(t)
+	ctx := context.Background()
+	outside := clusterClientOf(t, a)
 	ns := fmt.Sprintf("reshard%d", time.Now().UnixNano())
 	src := newDB()
-	rc := newCache(t, newClient(), ns, nil)
+	rc := newCache(t, clusterClientOf(t, a), ns, nil)
 	reader := newEntity[user](t, rc, "user", Policy{Local: &LocalPolicy{TTL: time.Hour}})
 	waitLocal(t, rc)
 	key, _ := reader.Key("1")
@@ -139,7 +150,40 @@ func TestLocal_clusterReshard(t *testing.T) {
 	})
 	// The new master was found, and the tiers flushed when it was.
 	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalFlushes > flushes })
+	waitLocal(t, rc)
 	if n := nearConns(t, b, ns); n != 1 {
 		t.Errorf("%d near cache connections on the new master, want 1", n)
 	}
+}
+
+// LocalBroadcast on a Cluster: when the channel's slot moves, Redis ends
+// the sharded subscription (sunsubscribe); the feed flushes and subscribes
+// again on the slot's new owner, so later writes still reach the reader.
+func TestLocal_broadcastReshard(t *testing.T) {
+	a, b := privateCluster(t)
+	ctx := context.Background()
+	ns := fmt.Sprintf("reshardb%d", time.Now().UnixNano())
+	opts := &Options{LocalInvalidation: LocalBroadcast}
+	src := newDB()
+	rc := newCache(t, clusterClientOf(t, a), ns, opts)
+	reader := newEntity[user](t, rc, "user", Policy{Local: &LocalPolicy{TTL: time.Hour}})
+	wc := newCache(t, clusterClientOf(t, a), ns, opts)
+	writer := newEntity[user](t, wc, "user", Policy{Local: &LocalPolicy{TTL: time.Hour}})
+	waitLocal(t, rc)
+	waitLocal(t, wc)
+	warm(t, reader, "1", src.load)
+
+	flushes := reader.Stats().LocalFlushes
+	moveSlot(t, a, b, int(clusterClientOf(t, a).ClusterKeySlot(ctx, rc.near.channel()).Val()))
+	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalFlushes > flushes })
+	waitLocal(t, rc)
+	warm(t, reader, "1", src.load)
+	ver := src.bump("1")
+	if err := writer.Set(ctx, "1", user{ID: "1", Ver: ver}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		v, err := reader.Get(ctx, "1", src.load)
+		return err == nil && v.Ver == ver
+	})
 }

@@ -32,7 +32,9 @@ const (
 
 	// LocalBroadcast announces the writes made through asidekit (Set and
 	// Invalidate) on a pub/sub channel of the namespace (sharded pub/sub on
-	// a Cluster). Changes made elsewhere (a plain SET or DEL, an eviction)
+	// a Cluster: when the channel's slot moves, the server ends the
+	// subscription, the near caches are flushed and the feed subscribes
+	// again on the slot's new owner). Changes made elsewhere (a plain SET or DEL, an eviction)
 	// are not seen: local entries then live up to Local.TTL. Every process
 	// writing the entity must configure its Local policy, for only those
 	// announce.

@@ -57,7 +57,16 @@ var clusterMasters = func(ctx context.Context, cl *redis.ClusterClient) (map[str
 // sharded subscription (LocalBroadcast).
 func (n *near) startCluster(cl *redis.ClusterClient) {
 	if n.mode == LocalBroadcast {
-		n.run(n.c.base, func(ctx context.Context) *redis.PubSub { return cl.SSubscribe(ctx, n.channel()) })
+		first := true
+		n.run(n.c.base, func(ctx context.Context) *redis.PubSub {
+			if !first {
+				// The channel's slot may have moved (the server ends the
+				// subscription then): find its owner anew.
+				cl.ReloadState(ctx)
+			}
+			first = false
+			return cl.SSubscribe(ctx, n.channel())
+		})
 		return
 	}
 	list := clusterMasters
@@ -189,6 +198,11 @@ func (n *near) session(ctx context.Context, subscribe func(context.Context) *red
 			if !confirmed && (m.Kind == "subscribe" || m.Kind == "ssubscribe") {
 				confirmed = true
 				n.changeDown(-1)
+			}
+			if m.Kind == "sunsubscribe" || m.Kind == "unsubscribe" {
+				// The server dropped the subscription (a sharded channel's
+				// slot moved to another node): nothing more will come.
+				return confirmed
 			}
 		case *redis.Pong:
 			pinged = false
