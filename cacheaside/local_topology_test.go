@@ -18,7 +18,8 @@ import (
 // Moving a master in and out of the listing stands in for a topology
 // change (slots moved to a new node, a failover): the feeds connect to
 // the real nodes, so what is tracked is real; only the discovery is
-// simulated, which keeps the shared cluster intact.
+// simulated, which keeps the shared cluster intact (TestLocal_clusterReshard
+// makes a real change on a private cluster).
 type simulatedTopology struct {
 	mu    sync.Mutex
 	shown map[string]bool
