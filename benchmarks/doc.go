@@ -43,7 +43,14 @@
 // avalanche caches many keys at once and reads them at a steady rate (open
 // loop) across their expiry, and its Outage variants cut a loopback proxy
 // in front of Redis mid-run; breakdown hammers one hot key whose rebuild is
-// made slow, and counts the DB loads of each burst of overlapping loads.
+// made slow, and counts the DB loads of each burst of overlapping loads;
+// local_invalidation (RunLocalInvalidation) measures how fast a write,
+// through Entity.Set, through repo on the database or by a plain DEL,
+// reaches the near caches of other processes. Two workloads serve other
+// libraries' local tiers too: RunHotKey reads a few warm keys from
+// concurrent callers (ops/s, p50/p99), and RunOutsideWrite deletes their
+// Redis keys with a plain DEL from another client (a Subject names its keys
+// through Keyed) and measures how long each keeps serving the old value.
 //
 // Another module can run the same workloads against other cache libraries
 // with a thin main:

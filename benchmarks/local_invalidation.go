@@ -1,12 +1,9 @@
 package benchmarks
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +39,20 @@ type LocalInvalidationParams struct {
 	// LocalTTL is the near cache's Local.TTL: the bound on staleness when
 	// a change is not seen at all.
 	LocalTTL time.Duration `json:"local_ttl"`
+	// Tail is the longest wait, after the last write, for every reader to
+	// serve every key's last version (the run ends as soon as they all
+	// have); a write still unserved then counts with its delay until then.
+	// Default: max(200ms, 4×WriteEvery) in local_invalidation, LocalTTL +
+	// 1s in outside_write.
+	Tail time.Duration `json:"tail,omitempty"`
+}
+
+// tailOr is p.Tail, or def when it is zero.
+func (p LocalInvalidationParams) tailOr(def time.Duration) time.Duration {
+	if p.Tail > 0 {
+		return p.Tail
+	}
+	return def
 }
 
 // localVariant is one row of local_invalidation.
@@ -49,33 +60,20 @@ type localVariant struct {
 	name, notes string
 	mode        cacheaside.LocalInvalidation
 	plain       bool // writes by UPDATE-then-DEL from outside asidekit
+	repo        bool // reads and writes through repo, on the database
 	kill        bool // the near cache connections are killed mid-run
 }
 
 func localVariants() []localVariant {
 	return []localVariant{
 		{name: "tracking/asidekit", notes: "client tracking; writes by Entity.Set (as repo after its commit)", mode: cacheaside.LocalTracking},
+		{name: "tracking/repo", notes: "client tracking; readers and writer are repo.Repository over PostgreSQL (Update: UPDATE, then the cache write)", mode: cacheaside.LocalTracking, repo: true},
 		{name: "tracking/plain_del", notes: "client tracking; writes by a plain DEL from outside asidekit", mode: cacheaside.LocalTracking, plain: true},
 		{name: "tracking/plain_del/kill", notes: "the same, the near cache connections killed (CLIENT KILL) mid-run", mode: cacheaside.LocalTracking, plain: true, kill: true},
 		{name: "broadcast/asidekit", notes: "asidekit's own pub/sub broadcast; writes by Entity.Set", mode: cacheaside.LocalBroadcast},
+		{name: "broadcast/repo", notes: "broadcast; writes by repo.Repository.Update", mode: cacheaside.LocalBroadcast, repo: true},
 		{name: "broadcast/plain_del", notes: "broadcast; a plain DEL is not announced: stale up to Local.TTL", mode: cacheaside.LocalBroadcast, plain: true},
 	}
-}
-
-// readRec is one read: its key, version and when it began and ended (ns
-// since the run's start).
-type readRec struct {
-	key        int
-	ver        int64
-	begin, end int64
-	proc       int
-}
-
-// writeRec is one write: the version it made and when it returned.
-type writeRec struct {
-	key  int
-	ver  int64
-	done int64
 }
 
 // RunLocalInvalidation measures how fast a write reaches the near caches of
@@ -97,7 +95,11 @@ func RunLocalInvalidation(ctx context.Context, env *Env, p LocalInvalidationPara
 	}
 	p.Keys = max(p.Keys, 1)
 	for _, v := range localVariants() {
-		row, err := runLocalVariant(ctx, env, p, v)
+		run := runLocalVariant
+		if v.repo {
+			run = runLocalRepo
+		}
+		row, err := run(ctx, env, p, v)
 		if err != nil {
 			return res, fmt.Errorf("local_invalidation: %s: %w", v.name, err)
 		}
@@ -124,21 +126,12 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	}
 	pol := cacheaside.Policy{TTL: time.Hour, Strategy: cacheaside.SingleFlight, Local: &cacheaside.LocalPolicy{TTL: p.LocalTTL}}
 	open := func() (*cacheaside.Cache, *cacheaside.Entity[Value], error) {
-		c, err := cacheaside.New(env.NewClient(), &cacheaside.Options{Namespace: ns, LocalInvalidation: v.mode})
-		if err != nil {
-			return nil, nil, err
-		}
-		e, err := cacheaside.NewEntity[Value](c, "user", pol)
-		if err == nil {
-			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err = c.WaitLocal(wctx)
-			cancel()
-		}
-		if err != nil {
-			_ = c.Close()
-			return nil, nil, err
-		}
-		return c, e, nil
+		var e *cacheaside.Entity[Value]
+		c, err := openNear(ctx, env, ns, v.mode, func(c *cacheaside.Cache) (err error) {
+			e, err = cacheaside.NewEntity[Value](c, "user", pol)
+			return err
+		})
+		return c, e, err
 	}
 	wc, writer, err := open()
 	if err != nil {
@@ -155,139 +148,52 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 		readers[i] = e
 	}
 
-	start := time.Now()
-	since := func() int64 { return int64(time.Since(start)) }
-	stop := make(chan struct{})
-	var errs atomic.Int64
-	recs := make([][]readRec, p.Instances*p.Goroutines)
-	var wg sync.WaitGroup
-	for i := range recs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := readers[i/p.Goroutines]
-			for n := i; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := n % p.Keys
-				b := since()
-				got, err := e.Get(ctx, strconv.Itoa(k), load)
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				ver, _ := strconv.ParseInt(got.Name, 10, 64)
-				recs[i] = append(recs[i], readRec{key: k, ver: ver, begin: b, end: since(), proc: i / p.Goroutines})
-				if p.ReadEvery > 0 {
-					time.Sleep(p.ReadEvery)
-				} else {
-					runtime.Gosched()
-				}
-			}
-		}()
+	read := func(ctx context.Context, proc, k int) (Value, error) {
+		return readers[proc].Get(ctx, strconv.Itoa(k), load)
 	}
-
-	writes := make([]writeRec, 0, p.Writes)
-	tick := time.NewTicker(p.WriteEvery)
-	for w := 0; w < p.Writes; w++ {
-		<-tick.C
+	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, w, k int) (int64, error) {
 		if v.kill && w == p.Writes/2 {
 			if err := killNearConns(ctx, env.NewClient(), ns); err != nil {
-				errs.Add(1)
+				return 0, err
 			}
 		}
-		k := w % p.Keys
 		ver := verOf(k).Add(1)
 		id := strconv.Itoa(k)
 		if v.plain {
 			key, _ := writer.Key(id)
-			err = env.NewClient().Del(ctx, key).Err()
-		} else {
-			err = writer.Set(ctx, id, versioned(k, ver))
+			return ver, env.NewClient().Del(ctx, key).Err()
 		}
-		if err != nil {
-			errs.Add(1)
-		}
-		writes = append(writes, writeRec{key: k, ver: ver, done: since()})
-	}
-	tick.Stop()
-	// Let the last writes reach every reader before stopping (a fixed
-	// tail: what matters is measured from the records, not from it).
-	time.Sleep(max(200*time.Millisecond, 4*p.WriteEvery))
-	close(stop)
-	wg.Wait()
-
-	delays, stale, requests := analyseLocal(recs, writes, p.Instances, since())
+		return ver, writer.Set(ctx, id, versioned(k, ver))
+	})
+	st := d.run(ctx)
 	row := Row{Variant: v.name, Notes: v.notes}
-	row.Set(MetricRequests, float64(requests))
-	row.Set(MetricErrors, float64(errs.Load()))
-	row.Set(MetricInvalidationP50, ms(quantile(delays, 0.5)))
-	row.Set(MetricInvalidationP99, ms(quantile(delays, 0.99)))
-	row.Set(MetricInvalidationMax, ms(quantile(delays, 1)))
-	row.Set(MetricStaleAfter, float64(stale))
+	st.setInvalidation(&row)
 	return row, nil
+}
+
+// openNear returns a Cache of namespace ns on a client of its own, once
+// the near cache of the entity made by entity may serve.
+func openNear(ctx context.Context, env *Env, ns string, mode cacheaside.LocalInvalidation, entity func(*cacheaside.Cache) error) (*cacheaside.Cache, error) {
+	c, err := cacheaside.New(env.NewClient(), &cacheaside.Options{Namespace: ns, LocalInvalidation: mode})
+	if err != nil {
+		return nil, err
+	}
+	err = entity(c)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = c.WaitLocal(wctx)
+		cancel()
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // versioned is key k's value at version ver (the version in Name).
 func versioned(k int, ver int64) Value {
 	return Value{ID: int64(k), Name: strconv.FormatInt(ver, 10)}
-}
-
-// analyseLocal returns the sorted propagation delays of the writes, the
-// stale reads past the window and the number of reads.
-// A write some process never served the new version of counts with the
-// delay until the run's end.
-func analyseLocal(recs [][]readRec, writes []writeRec, procs int, end int64) ([]time.Duration, int, int) {
-	byKey := map[int][]readRec{}
-	n := 0
-	for _, rs := range recs {
-		for _, r := range rs {
-			byKey[r.key] = append(byKey[r.key], r)
-		}
-		n += len(rs)
-	}
-	for _, rs := range byKey {
-		slices.SortFunc(rs, func(a, b readRec) int { return cmp.Compare(a.begin, b.begin) })
-	}
-	var delays []time.Duration
-	for _, w := range writes {
-		rs := byKey[w.key]
-		i, _ := slices.BinarySearchFunc(rs, w.done, func(r readRec, t int64) int { return cmp.Compare(r.begin, t) })
-		first := make([]int64, procs) // end of each process's first fresh read
-		seen := 0
-		for ; i < len(rs) && seen < procs; i++ {
-			if r := rs[i]; r.ver >= w.ver && first[r.proc] == 0 {
-				first[r.proc] = r.end
-				seen++
-			}
-		}
-		if seen < procs {
-			delays = append(delays, time.Duration(end-w.done))
-			continue
-		}
-		delays = append(delays, time.Duration(slices.Max(first)-w.done))
-	}
-	slices.Sort(delays)
-	window := int64(quantile(delays, 1) + 10*time.Millisecond)
-	stale := 0
-	wk := map[int][]writeRec{} // by key, in order of return
-	for _, w := range writes {
-		wk[w.key] = append(wk[w.key], w)
-	}
-	for k, rs := range byKey {
-		ws := wk[k]
-		for _, r := range rs {
-			// The last write of k that returned more than window before r.
-			j, _ := slices.BinarySearchFunc(ws, r.begin-window, func(w writeRec, t int64) int { return cmp.Compare(w.done, t) })
-			if j > 0 && r.ver < ws[j-1].ver {
-				stale++
-			}
-		}
-	}
-	return delays, stale, n
 }
 
 // killNearConns closes the near cache connections of namespace ns (CLIENT

@@ -247,7 +247,7 @@ func TestScenarios_real(t *testing.T) {
 		}
 		logRows(t, res)
 		results = append(results, res)
-		for _, v := range []string{"tracking/asidekit", "tracking/plain_del", "tracking/plain_del/kill", "broadcast/asidekit"} {
+		for _, v := range []string{"tracking/asidekit", "tracking/repo", "tracking/plain_del", "tracking/plain_del/kill", "broadcast/asidekit", "broadcast/repo"} {
 			if got := metric(t, res, v, benchmarks.MetricStaleAfter); got != 0 {
 				t.Errorf("%s: %v stale reads after the window", v, got)
 			}

@@ -22,14 +22,19 @@ const (
 	// __redis__:invalidate. Every change of an entry reaches every process,
 	// whoever made it: writes through asidekit, plain SET or DEL from
 	// elsewhere, expiries, evictions, FLUSHALL. Needs Redis 6 or later. On
-	// a Cluster, the masters are those known when the first entity with a
-	// near cache is created: keys moved to a master added later are not
-	// tracked, and their local entries live up to Local.TTL.
+	// a Cluster, the masters are listed again every second (CLUSTER SLOTS):
+	// a master that appears is tracked from then on, and one that
+	// disappears has its connection closed; either change flushes the near
+	// caches, which fill again once every master's connection is confirmed.
+	// Between a topology change and the next listing (up to a second), a
+	// key written on a master not yet tracked may be served stale.
 	LocalTracking LocalInvalidation = iota
 
 	// LocalBroadcast announces the writes made through asidekit (Set and
 	// Invalidate) on a pub/sub channel of the namespace (sharded pub/sub on
-	// a Cluster). Changes made elsewhere (a plain SET or DEL, an eviction)
+	// a Cluster: when the channel's slot moves, the server ends the
+	// subscription, the near caches are flushed and the feed subscribes
+	// again on the slot's new owner). Changes made elsewhere (a plain SET or DEL, an eviction)
 	// are not seen: local entries then live up to Local.TTL. Every process
 	// writing the entity must configure its Local policy, for only those
 	// announce.

@@ -27,51 +27,109 @@ const (
 // startNode runs the feed of a standalone (or Sentinel) client.
 func (n *near) startNode(node *redis.Client) {
 	if n.mode == LocalBroadcast {
-		n.run(func(ctx context.Context) *redis.PubSub { return node.Subscribe(ctx, n.channel()) })
+		n.run(n.c.base, func(ctx context.Context) *redis.PubSub { return node.Subscribe(ctx, n.channel()) })
 		return
 	}
-	n.runTracking(node.Options())
+	n.runTracking(n.c.base, node.Options())
+}
+
+// clusterRecheck is how often a Cluster's masters are listed again, so
+// that the tracking feeds follow its topology.
+const clusterRecheck = time.Second
+
+// clusterMasters lists the masters of cl that serve slots (CLUSTER SLOTS,
+// reloaded on every call by ForEachMaster), by address. A variable so that
+// tests can simulate topology changes.
+var clusterMasters = func(ctx context.Context, cl *redis.ClusterClient) (map[string]*redis.Options, error) {
+	var mu sync.Mutex
+	out := map[string]*redis.Options{}
+	err := cl.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		o := node.Options()
+		mu.Lock()
+		out[o.Addr] = o
+		mu.Unlock()
+		return nil
+	})
+	return out, err
 }
 
 // startCluster runs one tracking feed per master (LocalTracking), or one
-// sharded subscription (LocalBroadcast). Masters are those known when the
-// first entity with a near cache is created.
+// sharded subscription (LocalBroadcast).
 func (n *near) startCluster(cl *redis.ClusterClient) {
 	if n.mode == LocalBroadcast {
-		n.run(func(ctx context.Context) *redis.PubSub { return cl.SSubscribe(ctx, n.channel()) })
+		first := true
+		n.run(n.c.base, func(ctx context.Context) *redis.PubSub {
+			if !first {
+				// The channel's slot may have moved (the server ends the
+				// subscription then): find its owner anew.
+				cl.ReloadState(ctx)
+			}
+			first = false
+			return cl.SSubscribe(ctx, n.channel())
+		})
 		return
 	}
+	list := clusterMasters
+	n.followMasters(func(ctx context.Context) (map[string]*redis.Options, error) { return list(ctx, cl) })
+}
+
+// followMasters keeps one tracking feed per master that list returns,
+// listing them again every clusterRecheck until the Cache is closed. A
+// master that appears (slots moved to a new node, a replica promoted) is
+// tracked from then on: the tiers are flushed, and not filled until its
+// feed is confirmed, for they may hold keys it changed untracked. A master
+// that disappears has its feed stopped, which flushes the tiers as any
+// loss of a confirmed feed does. The discovery itself counts as one
+// subscription not up until the first listing.
+func (n *near) followMasters(list func(context.Context) (map[string]*redis.Options, error)) {
 	ctx := n.c.base
-	var (
-		mu      sync.Mutex
-		masters []*redis.Options
-	)
+	feeds := map[string]context.CancelFunc{}
+	var wg sync.WaitGroup
+	defer wg.Wait() // the feeds end with ctx
+	discovering := true
 	for backoff := feedRetryMin; ; {
-		masters = masters[:0]
-		err := cl.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
-			mu.Lock()
-			masters = append(masters, node.Options())
-			mu.Unlock()
-			return nil
-		})
-		if err == nil && len(masters) > 0 {
-			break
+		masters, err := list(ctx)
+		if err != nil || len(masters) == 0 {
+			if !pause(ctx, &backoff) {
+				return
+			}
+			continue
 		}
-		if !pause(ctx, &backoff) {
+		backoff = feedRetryMin
+		for addr, stop := range feeds {
+			if _, ok := masters[addr]; !ok {
+				stop()
+				delete(feeds, addr)
+			}
+		}
+		for addr, o := range masters {
+			if _, ok := feeds[addr]; ok {
+				continue
+			}
+			n.changeDown(1) // the new feed, not up until confirmed
+			fctx, stop := context.WithCancel(ctx)
+			feeds[addr] = stop
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.runTracking(fctx, o)
+				n.changeDown(-1) // stopped: it no longer counts
+			}()
+		}
+		if discovering {
+			discovering = false
+			n.changeDown(-1)
+		}
+		if !sleep(ctx, clusterRecheck) {
 			return
 		}
 	}
-	n.changeDown(len(masters) - 1) // one feed per master instead of the discovery
-	for _, o := range masters[1:] {
-		n.c.goBackground(func() { n.runTracking(o) })
-	}
-	n.runTracking(masters[0])
 }
 
 // runTracking runs the feed of one node on a client of its own, whose
 // every connection turns tracking on, redirected to itself, before it
 // subscribes to the invalidations.
-func (n *near) runTracking(node *redis.Options) {
+func (n *near) runTracking(ctx context.Context, node *redis.Options) {
 	opt := *node
 	opt.Protocol = 2 // invalidations as pub/sub messages
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 1, 0, 0
@@ -94,12 +152,11 @@ func (n *near) runTracking(node *redis.Options) {
 	}
 	cl := redis.NewClient(&opt)
 	defer func() { _ = cl.Close() }()
-	n.run(func(ctx context.Context) *redis.PubSub { return cl.Subscribe(ctx, invalidateChannel) })
+	n.run(ctx, func(ctx context.Context) *redis.PubSub { return cl.Subscribe(ctx, invalidateChannel) })
 }
 
-// run keeps a subscription going until the Cache is closed.
-func (n *near) run(subscribe func(context.Context) *redis.PubSub) {
-	ctx := n.c.base
+// run keeps a subscription going until ctx ends.
+func (n *near) run(ctx context.Context, subscribe func(context.Context) *redis.PubSub) {
 	for backoff := feedRetryMin; ; {
 		if n.session(ctx, subscribe) {
 			backoff = feedRetryMin
@@ -142,6 +199,11 @@ func (n *near) session(ctx context.Context, subscribe func(context.Context) *red
 				confirmed = true
 				n.changeDown(-1)
 			}
+			if m.Kind == "sunsubscribe" || m.Kind == "unsubscribe" {
+				// The server dropped the subscription (a sharded channel's
+				// slot moved to another node): nothing more will come.
+				return confirmed
+			}
 		case *redis.Pong:
 			pinged = false
 		case *redis.Message:
@@ -166,16 +228,22 @@ func (n *near) receive(m *redis.Message) {
 	}
 }
 
-// pause waits *backoff (then doubles it, up to feedRetryMax), or reports
-// false if ctx ends first.
-func pause(ctx context.Context, backoff *time.Duration) bool {
-	t := time.NewTimer(*backoff)
+// sleep waits d, or reports false if ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
-	*backoff = min(2**backoff, feedRetryMax)
 	select {
 	case <-t.C:
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// pause waits *backoff (then doubles it, up to feedRetryMax), or reports
+// false if ctx ends first.
+func pause(ctx context.Context, backoff *time.Duration) bool {
+	d := *backoff
+	*backoff = min(2**backoff, feedRetryMax)
+	return sleep(ctx, d)
 }

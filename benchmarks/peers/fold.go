@@ -77,14 +77,16 @@ func fold(rounds []benchmarks.Result) benchmarks.Result {
 }
 
 // foldMetric folds one metric's per-round values: the median for
-// ns_per_op, ratios and latency percentiles, the largest for max_ms, the
+// ns_per_op, ratios and latency percentiles, the largest for max_ms and
+// invalidation_max_ms, the
 // first for value_bytes, the mean for counts (requests, errors, DB loads,
 // expiries, round trips, allocations).
 func foldMetric(name string, v []float64) float64 {
 	switch name {
-	case benchmarks.MetricNsPerOp, benchmarks.MetricRatio, benchmarks.MetricP50, benchmarks.MetricP99:
+	case benchmarks.MetricNsPerOp, benchmarks.MetricRatio, benchmarks.MetricP50, benchmarks.MetricP99,
+		benchmarks.MetricP50us, benchmarks.MetricP99us, benchmarks.MetricInvalidationP50, benchmarks.MetricInvalidationP99:
 		return median(v)
-	case benchmarks.MetricMax:
+	case benchmarks.MetricMax, benchmarks.MetricInvalidationMax:
 		return slices.Max(v)
 	case benchmarks.MetricValueBytes:
 		return v[0]

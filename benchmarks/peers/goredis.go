@@ -25,11 +25,15 @@ type goRedisSubject struct {
 }
 
 // newGoRedis builds a go-redis/cache Cache on the Setup's client, with the
-// README's TinyLFU local cache when withLocal (TTL min(TTL, 1 min)).
-func newGoRedis(s benchmarks.Setup, withLocal bool) (benchmarks.Subject, error) {
+// README's TinyLFU local cache when withLocal (TTL ttl, or min(TTL, 1 min)
+// when ttl is 0).
+func newGoRedis(s benchmarks.Setup, withLocal bool, ttl time.Duration) (benchmarks.Subject, error) {
 	opt := &gcache.Options{Redis: s.Client}
 	if withLocal {
-		opt.LocalCache = gcache.NewTinyLFU(localSize, localTTL(s.TTL))
+		if ttl == 0 {
+			ttl = localTTL(s.TTL)
+		}
+		opt.LocalCache = gcache.NewTinyLFU(localSize, ttl)
 	}
 	return &goRedisSubject{c: gcache.New(opt), prefix: s.Namespace + ":user:", ttl: s.TTL, load: s.Load}, nil
 }
@@ -47,3 +51,6 @@ func (g *goRedisSubject) Get(ctx context.Context, id int64) (benchmarks.Value, e
 	})
 	return v, err
 }
+
+// CacheKey is id's key in Redis (and in the TinyLFU).
+func (g *goRedisSubject) CacheKey(id int64) string { return g.prefix + itoa(id) }

@@ -30,6 +30,8 @@ type jetOptions struct {
 	local   bool          // add the FreeCache local cache
 	nullTTL time.Duration // notFoundExpiry; 0 keeps the default (1 minute)
 	refresh bool          // Once with Refresh(true): the breakdown protection
+	// localTTL is the FreeCache entries' lifetime; 0 is min(TTL, 1 min).
+	localTTL time.Duration
 }
 
 // jetSubject reads through jetcache-go's Once (the call under its typed
@@ -57,7 +59,11 @@ func newJet(s benchmarks.Setup, o jetOptions) (benchmarks.Subject, error) {
 		jetcache.WithRemoteExpiry(s.TTL),
 	}
 	if o.local {
-		opts = append(opts, jetcache.WithLocal(local.NewFreeCache(jetLocalSize, localTTL(s.TTL), s.Namespace+"/"+itoa(int64(s.Instance)))))
+		ttl := o.localTTL
+		if ttl == 0 {
+			ttl = localTTL(s.TTL)
+		}
+		opts = append(opts, jetcache.WithLocal(local.NewFreeCache(jetLocalSize, ttl, s.Namespace+"/"+itoa(int64(s.Instance)))))
 	}
 	if o.nullTTL > 0 {
 		opts = append(opts, jetcache.WithNotFoundExpiry(o.nullTTL))
@@ -85,6 +91,9 @@ func (j *jetSubject) Get(ctx context.Context, id int64) (benchmarks.Value, error
 		}))
 	return v, err
 }
+
+// CacheKey is id's key in Redis (and in FreeCache).
+func (j *jetSubject) CacheKey(id int64) string { return j.prefix + itoa(id) }
 
 // Close stops the refresh ticker.
 func (j *jetSubject) Close() error {

@@ -12,6 +12,12 @@ type Params struct {
 	Hit         benchmarks.HitParams
 	Penetration benchmarks.PenetrationParams
 	Breakdown   benchmarks.BreakdownParams
+	// HotKey sizes hot_key: a few warm keys read by concurrent callers.
+	HotKey benchmarks.HotKeyParams
+	// OutsideWrite sizes outside_write: processes reading hot keys that a
+	// plain DEL from outside changes (Instances, Goroutines, Keys, Writes,
+	// WriteEvery, LocalTTL).
+	OutsideWrite benchmarks.LocalInvalidationParams
 	// Rounds is how many times each scenario runs, the variants' order
 	// alternating between rounds. Default 3 when zero.
 	Rounds int
@@ -25,12 +31,17 @@ const breakdownTTL = 3 * time.Second
 
 // QuickParams finish every scenario in a few minutes on a small machine:
 // benchmarks.QuickParams, with the breakdown at a 3 s TTL read for 6.5 s
-// (two expiries), and two rounds.
+// (two expiries), hot_key and outside_write in under a minute together
+// (1 s per hot_key variant; 20 outside writes, local TTL 1 s), and two
+// rounds.
 func QuickParams() Params {
 	b := benchmarks.QuickParams()
 	p := Params{Hit: b.Hit, Penetration: b.Penetration, Breakdown: b.Breakdown, Rounds: 2}
 	p.Breakdown.TTL = breakdownTTL
 	p.Breakdown.Duration = 6500 * time.Millisecond
+	p.HotKey = benchmarks.HotKeyParams{Load: benchmarks.Load{Instances: 1, Goroutines: 4}, Keys: 8, ValueSize: 200, Duration: time.Second}
+	p.OutsideWrite = benchmarks.LocalInvalidationParams{Load: benchmarks.Load{Instances: 2, Goroutines: 2}, Keys: 4,
+		Writes: 20, WriteEvery: 50 * time.Millisecond, ReadEvery: 200 * time.Microsecond, LocalTTL: time.Second, Tail: 2 * time.Second}
 	return p
 }
 
@@ -41,6 +52,9 @@ func DefaultParams() Params {
 	p := Params{Hit: b.Hit, Penetration: b.Penetration, Breakdown: b.Breakdown, Rounds: 3}
 	p.Breakdown.TTL = breakdownTTL
 	p.Breakdown.Duration = 12500 * time.Millisecond
+	p.HotKey = benchmarks.HotKeyParams{Load: benchmarks.Load{Instances: 1, Goroutines: 8}, Keys: 8, ValueSize: 200, Duration: 3 * time.Second}
+	p.OutsideWrite = benchmarks.LocalInvalidationParams{Load: benchmarks.Load{Instances: 4, Goroutines: 2}, Keys: 8,
+		Writes: 100, WriteEvery: 20 * time.Millisecond, ReadEvery: 100 * time.Microsecond, LocalTTL: 5 * time.Second, Tail: 6 * time.Second}
 	return p
 }
 

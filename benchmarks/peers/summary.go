@@ -30,6 +30,10 @@ func Summary(results []benchmarks.Result) []string {
 			out = append(out, hitSummary(res)...)
 		case "breakdown":
 			out = append(out, countSummary(res, RefBreakdown, benchmarks.MetricDBLoadsPerExpiry, "DB loads per hot-key expiry"))
+		case "hot_key":
+			out = append(out, hotKeySummary(res)...)
+		case "outside_write":
+			out = append(out, outsideWriteSummary(res)...)
 		case "penetration":
 			out = append(out,
 				countSummary(res, RefBloomNull, benchmarks.MetricDBLoads, "DB loads for absent ids"),

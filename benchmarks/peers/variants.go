@@ -37,9 +37,9 @@ func HitVariants() []benchmarks.Variant {
 		{Name: JetcacheLocal, Notes: "Once with FreeCache in front: hits served from process memory",
 			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newJet(s, jetOptions{local: true}) }},
 		{Name: GoRedisCache, Notes: "Once, remote only: singleflight, GET, s2 + msgpack decode",
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false, 0) }},
 		{Name: GoRedisCacheLocal, Notes: "Once with TinyLFU in front: hits served from process memory",
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true, 0) }},
 	}
 }
 
@@ -60,9 +60,9 @@ func PenetrationVariants(p benchmarks.PenetrationParams) []benchmarks.Variant {
 				return newJet(s, jetOptions{local: true, nullTTL: null})
 			}},
 		{Name: GoRedisCache, Notes: "no null caching, no Bloom filter: every read of an absent id loads",
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false, 0) }},
 		{Name: GoRedisCacheLocal, Notes: "as go-redis/cache (the local cache holds values only)",
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true, 0) }},
 	}
 }
 
@@ -81,9 +81,41 @@ func BreakdownVariants(p benchmarks.BreakdownParams) []benchmarks.Variant {
 				return newJet(s, jetOptions{local: true, refresh: true})
 			}},
 		{Name: GoRedisCache, Notes: "singleflight per process (Once); no shared rebuild",
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false, 0) }},
 		{Name: GoRedisCacheLocal, Notes: fmt.Sprintf("as go-redis/cache, with TinyLFU (TTL %v) in front", localTTL(p.TTL)),
-			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true) }},
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true, 0) }},
+	}
+}
+
+// HotKeyVariants are the peers read on a few hot keys: jetcache-go and
+// go-redis/cache, remote only and with their local caches.
+func HotKeyVariants() []benchmarks.Variant {
+	var out []benchmarks.Variant
+	for _, v := range HitVariants() {
+		if v.Name != GoZero && v.Name != Rockscache {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// OutsideWriteVariants are the peers whose values are deleted from outside:
+// jetcache-go and go-redis/cache, remote only and with their local caches
+// (entries living p.LocalTTL). Neither local cache hears of a change made
+// by another client: jetcache-go's cross-process sync (WithSyncLocal)
+// broadcasts only the writes made through it, and go-redis/cache has none.
+func OutsideWriteVariants(p benchmarks.LocalInvalidationParams) []benchmarks.Variant {
+	return []benchmarks.Variant{
+		{Name: Jetcache, Notes: "Once, remote only",
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newJet(s, jetOptions{}) }},
+		{Name: JetcacheLocal, Notes: fmt.Sprintf("Once with FreeCache (TTL %v) in front; no sync of the local caches", p.LocalTTL),
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) {
+				return newJet(s, jetOptions{local: true, localTTL: p.LocalTTL})
+			}},
+		{Name: GoRedisCache, Notes: "Once, remote only",
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, false, 0) }},
+		{Name: GoRedisCacheLocal, Notes: fmt.Sprintf("Once with TinyLFU (TTL %v) in front", p.LocalTTL),
+			New: func(s benchmarks.Setup) (benchmarks.Subject, error) { return newGoRedis(s, true, p.LocalTTL) }},
 	}
 }
 

@@ -9,7 +9,12 @@
 //
 //	asidepeers [flags] [SCENARIO...]
 //
-// SCENARIO is hit, penetration, breakdown or all (the default).
+// SCENARIO is hit, penetration, breakdown, hot_key, outside_write or all
+// (the default). hot_key reads a few warm keys from concurrent callers
+// through asidekit (remote only and with its near cache, Policy.Local) and
+// through jetcache-go and go-redis/cache (remote only and with their local
+// caches); outside_write deletes the values with a plain DEL from another
+// client and measures how long each keeps serving the old one.
 //
 // Each scenario runs -rounds times, the variants' order alternating between
 // rounds, and the rounds are folded into one table (counts: means per
@@ -48,7 +53,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "breakdown"}
+var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outside_write"}
 
 type options struct {
 	redis, postgres       string
@@ -207,6 +212,10 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 			res, err = peers.ComparePenetration(ctx, env, p, progress)
 		case "breakdown":
 			res, err = peers.CompareBreakdown(ctx, env, p, progress)
+		case "hot_key":
+			res, err = peers.CompareHotKey(ctx, env, p, progress)
+		case "outside_write":
+			res, err = peers.CompareOutsideWrite(ctx, env, p, progress)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "asidepeers: %s: %v\n", s, err)
