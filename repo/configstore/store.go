@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 var (
@@ -38,23 +39,23 @@ var (
 var (
 	//go:embed apply.lua
 	applySrc    string
-	applyScript = redis.NewScript(applySrc)
+	applyScript = script.New(applySrc)
 
 	//go:embed rebuild.lua
 	rebuildSrc    string
-	rebuildScript = redis.NewScript(rebuildSrc)
+	rebuildScript = script.New(rebuildSrc)
 
 	//go:embed lock.lua
 	lockSrc    string
-	lockScript = redis.NewScript(lockSrc)
+	lockScript = script.New(lockSrc)
 
 	//go:embed unlock.lua
 	unlockSrc    string
-	unlockScript = redis.NewScript(unlockSrc)
+	unlockScript = script.New(unlockSrc)
 
 	//go:embed fix.lua
 	fixSrc    string
-	fixScript = redis.NewScript(fixSrc)
+	fixScript = script.New(fixSrc)
 )
 
 // Store reads and writes the settings of one scope. It is safe for
