@@ -74,7 +74,8 @@ func RunOutsideWrite(ctx context.Context, env *Env, p LocalInvalidationParams, v
 // RunOutsideSet is RunOutsideWrite with the value changed by a plain SET
 // in place of the DEL: the writer changes the key's source of truth, then
 // SETs the new value into the library's own key, in the library's own
-// encoding (the Subject's Encoder), keeping the key's TTL (KEEPTTL). Every
+// encoding (the Subject's Encoder), keeping the key's TTL (KEEPTTL; a key
+// absent at that moment is created without one, as any plain SET would). Every
 // variant's Subject must implement Keyed and Encoder. The invalidation_*
 // delays run from the SET's return.
 func RunOutsideSet(ctx context.Context, env *Env, p LocalInvalidationParams, variants []Variant) (Result, error) {
