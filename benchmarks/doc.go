@@ -50,7 +50,9 @@
 // libraries' local tiers too: RunHotKey reads a few warm keys from
 // concurrent callers (ops/s, p50/p99), and RunOutsideWrite deletes their
 // Redis keys with a plain DEL from another client (a Subject names its keys
-// through Keyed) and measures how long each keeps serving the old value.
+// through Keyed) and measures how long each keeps serving the old value;
+// RunOutsideSet does the same with a plain SET of the new value in the
+// library's own encoding (a Subject encodes through Encoder).
 //
 // Another module can run the same workloads against other cache libraries
 // with a thin main:

@@ -18,10 +18,12 @@
 // and the peers' over several rounds whose order alternates (A B … B A …),
 // so that drift on a shared machine hits every variant alike, then fold the
 // rounds into one benchmarks.Result with each row's ratio to asidekit
-// (metric vs_asidekit). CompareHotKey and CompareOutsideWrite do the same
+// (metric vs_asidekit). CompareHotKey, CompareOutsideWrite and
+// CompareOutsideSet do the same
 // for the near cache: asidekit with Policy.Local against jetcache-go and
 // go-redis/cache with their local tiers (and all three remote only), on a
-// few hot keys (benchmarks.RunHotKey) and under plain DELs from another
-// client (benchmarks.RunOutsideWrite). The command asidepeers prints them
+// few hot keys (benchmarks.RunHotKey), under plain DELs from another client
+// (benchmarks.RunOutsideWrite) and under plain SETs of the new value in
+// each library's encoding (benchmarks.RunOutsideSet). The command asidepeers prints them
 // with benchmarks.WriteTable and writes benchmarks.WriteJSON.
 package peers

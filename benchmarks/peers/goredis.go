@@ -54,3 +54,7 @@ func (g *goRedisSubject) Get(ctx context.Context, id int64) (benchmarks.Value, e
 
 // CacheKey is id's key in Redis (and in the TinyLFU).
 func (g *goRedisSubject) CacheKey(id int64) string { return g.prefix + itoa(id) }
+
+// OutsideValue is v as go-redis/cache writes it to Redis: its exported
+// Cache.Marshal (msgpack, s2-compressed above 64 bytes).
+func (g *goRedisSubject) OutsideValue(v benchmarks.Value) ([]byte, error) { return g.c.Marshal(v) }

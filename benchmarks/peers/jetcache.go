@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	jetcache "github.com/mgtv-tech/jetcache-go"
@@ -94,6 +95,17 @@ func (j *jetSubject) Get(ctx context.Context, id int64) (benchmarks.Value, error
 
 // CacheKey is id's key in Redis (and in FreeCache).
 func (j *jetSubject) CacheKey(id int64) string { return j.prefix + itoa(id) }
+
+// OutsideValue is v as jetcache-go writes it to Redis: its cache's own
+// Marshal (the configured codec, msgpack by default), a method of the
+// cache New returns though not of the Cache interface.
+func (j *jetSubject) OutsideValue(v benchmarks.Value) ([]byte, error) {
+	m, ok := j.c.(interface{ Marshal(any) ([]byte, error) })
+	if !ok {
+		return nil, fmt.Errorf("jetcache-go's cache (%T) has no Marshal", j.c)
+	}
+	return m.Marshal(v)
+}
 
 // Close stops the refresh ticker.
 func (j *jetSubject) Close() error {

@@ -15,6 +15,8 @@ const (
 	// RefOutsideWrite is the same in outside_write: vs_asidekit is
 	// invalidation_max_ms over its.
 	RefOutsideWrite = "asidekit/local"
+	// RefOutsideSet is the same in outside_set.
+	RefOutsideSet = "asidekit/local"
 )
 
 // CompareHotKey runs benchmarks.RunHotKey p.Rounds times over asidekit's
@@ -44,17 +46,32 @@ func CompareHotKey(ctx context.Context, env *benchmarks.Env, p Params, progress 
 // each variant with fresh keys every round. vs_asidekit is
 // invalidation_max_ms over RefOutsideWrite's.
 func CompareOutsideWrite(ctx context.Context, env *benchmarks.Env, p Params, progress Progress) (benchmarks.Result, error) {
+	return compareOutside(ctx, env, p, progress, "outside_write", RefOutsideWrite, benchmarks.RunOutsideWrite)
+}
+
+// CompareOutsideSet is CompareOutsideWrite with benchmarks.RunOutsideSet:
+// the outside writer SETs the new value into each library's key, in the
+// library's encoding (see the Subjects' OutsideValue), instead of deleting
+// it. vs_asidekit is invalidation_max_ms over RefOutsideSet's.
+func CompareOutsideSet(ctx context.Context, env *benchmarks.Env, p Params, progress Progress) (benchmarks.Result, error) {
+	return compareOutside(ctx, env, p, progress, "outside_set", RefOutsideSet, benchmarks.RunOutsideSet)
+}
+
+// outsideRun is benchmarks.RunOutsideWrite or RunOutsideSet.
+type outsideRun func(context.Context, *benchmarks.Env, benchmarks.LocalInvalidationParams, []benchmarks.Variant) (benchmarks.Result, error)
+
+func compareOutside(ctx context.Context, env *benchmarks.Env, p Params, progress Progress, scenario, ref string, runOutside outsideRun) (benchmarks.Result, error) {
 	vs := append(benchmarks.OutsideWriteVariants(p.OutsideWrite), OutsideWriteVariants(p.OutsideWrite)...)
 	run := func(ctx context.Context, vs []benchmarks.Variant) (benchmarks.Result, error) {
-		return benchmarks.RunOutsideWrite(ctx, env, p.OutsideWrite, vs)
+		return runOutside(ctx, env, p.OutsideWrite, vs)
 	}
-	rounds, err := interleave(ctx, "outside_write", p.rounds(), vs, true, run, progress)
+	rounds, err := interleave(ctx, scenario, p.rounds(), vs, true, run, progress)
 	if err != nil {
 		return benchmarks.Result{}, err
 	}
 	res := fold(rounds)
-	ratios(&res, rounds, metric(benchmarks.MetricInvalidationMax), func(string) string { return RefOutsideWrite }, false)
-	res.Notes = append(res.Notes, fmt.Sprintf("vs_asidekit: invalidation_max_ms over %s's (min/max: the rounds' extremes)", RefOutsideWrite))
+	ratios(&res, rounds, metric(benchmarks.MetricInvalidationMax), func(string) string { return ref }, false)
+	res.Notes = append(res.Notes, fmt.Sprintf("vs_asidekit: invalidation_max_ms over %s's (min/max: the rounds' extremes)", ref))
 	return res, nil
 }
 
@@ -82,8 +99,13 @@ func hotKeySummary(res benchmarks.Result) []string {
 }
 
 // outsideWriteSummary states, for every row, how long the old value was
-// served after an outside DEL and how many stale reads that made.
+// served after an outside DEL (outside_write) or SET (outside_set) and how
+// many stale reads that made.
 func outsideWriteSummary(res benchmarks.Result) []string {
+	cmd := "DEL"
+	if res.Scenario == "outside_set" {
+		cmd = "SET"
+	}
 	var out []string
 	for _, r := range res.Rows {
 		mx, _ := r.Get(benchmarks.MetricInvalidationMax)
@@ -91,12 +113,12 @@ func outsideWriteSummary(res benchmarks.Result) []string {
 		stale, _ := r.Get(benchmarks.MetricStaleReads)
 		unseen, _ := r.Get(benchmarks.MetricWritesUnseen)
 		if unseen > 0 {
-			out = append(out, fmt.Sprintf("outside_write: %s still served the old value when the run ended, %.1f ms after a plain DEL, for %s of the writes (%s stale reads)",
-				r.Variant, mx, num(unseen), num(stale)))
+			out = append(out, fmt.Sprintf("%s: %s still served the old value when the run ended, %.1f ms after a plain %s, for %s of the writes (%s stale reads)",
+				res.Scenario, r.Variant, mx, cmd, num(unseen), num(stale)))
 			continue
 		}
-		out = append(out, fmt.Sprintf("outside_write: %s served the old value up to %.1f ms after a plain DEL (p50 %.1f ms; %s stale reads)",
-			r.Variant, mx, p50, num(stale)))
+		out = append(out, fmt.Sprintf("%s: %s served the old value up to %.1f ms after a plain %s (p50 %.1f ms; %s stale reads)",
+			res.Scenario, r.Variant, mx, cmd, p50, num(stale)))
 	}
 	return out
 }

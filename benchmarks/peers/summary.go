@@ -32,7 +32,7 @@ func Summary(results []benchmarks.Result) []string {
 			out = append(out, countSummary(res, RefBreakdown, benchmarks.MetricDBLoadsPerExpiry, "DB loads per hot-key expiry"))
 		case "hot_key":
 			out = append(out, hotKeySummary(res)...)
-		case "outside_write":
+		case "outside_write", "outside_set":
 			out = append(out, outsideWriteSummary(res)...)
 		case "penetration":
 			out = append(out,

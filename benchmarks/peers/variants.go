@@ -99,7 +99,8 @@ func HotKeyVariants() []benchmarks.Variant {
 	return out
 }
 
-// OutsideWriteVariants are the peers whose values are deleted from outside:
+// OutsideWriteVariants are the peers whose values are deleted (or
+// overwritten, in outside_set) from outside:
 // jetcache-go and go-redis/cache, remote only and with their local caches
 // (entries living p.LocalTTL). Neither local cache hears of a change made
 // by another client: jetcache-go's cross-process sync (WithSyncLocal)

@@ -9,12 +9,15 @@
 //
 //	asidepeers [flags] [SCENARIO...]
 //
-// SCENARIO is hit, penetration, breakdown, hot_key, outside_write or all
-// (the default). hot_key reads a few warm keys from concurrent callers
-// through asidekit (remote only and with its near cache, Policy.Local) and
-// through jetcache-go and go-redis/cache (remote only and with their local
+// SCENARIO is hit, penetration, breakdown, hot_key, outside_write,
+// outside_set or all (the default). hot_key reads a few warm keys from
+// concurrent callers through asidekit (remote only and with its near cache,
+// Policy.Local) and through jetcache-go and go-redis/cache (remote only and with their local
 // caches); outside_write deletes the values with a plain DEL from another
-// client and measures how long each keeps serving the old one.
+// client and measures how long each keeps serving the old one; outside_set
+// does the same with a plain SET of the new value into each library's key,
+// in the library's own encoding (asidekit, which exports no entry encoder,
+// gets the plain JSON value: a foreign entry it deletes and reloads).
 //
 // Each scenario runs -rounds times, the variants' order alternating between
 // rounds, and the rounds are folded into one table (counts: means per
@@ -53,7 +56,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outside_write"}
+var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outside_write", "outside_set"}
 
 type options struct {
 	redis, postgres       string
@@ -216,6 +219,8 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 			res, err = peers.CompareHotKey(ctx, env, p, progress)
 		case "outside_write":
 			res, err = peers.CompareOutsideWrite(ctx, env, p, progress)
+		case "outside_set":
+			res, err = peers.CompareOutsideSet(ctx, env, p, progress)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "asidepeers: %s: %v\n", s, err)
