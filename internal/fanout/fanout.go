@@ -257,11 +257,17 @@ func (h *Hub) wakeLocked(key, payload string) {
 }
 
 // wakeAllLocked wakes every waiter after a gap in the subscription: each
-// of its keys reads as seen, with no payload.
+// of its keys reads as seen, with no payload. Every key is noted before
+// any waiter is signalled, so a waiter of several keys wakes to all of
+// them seen, not to some.
 func (h *Hub) wakeAllLocked() {
 	for key, ws := range h.waiters {
 		for _, w := range ws {
 			w.note(key, "")
+		}
+	}
+	for _, ws := range h.waiters {
+		for _, w := range ws {
 			w.signal()
 		}
 	}
