@@ -151,9 +151,15 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	read := func(ctx context.Context, proc, k int) (Value, error) {
 		return readers[proc].Get(ctx, strconv.Itoa(k), load)
 	}
+	// One client from outside asidekit for the whole variant: a client per
+	// write kept a warm pool each (MinIdleConns) until the run ended, and
+	// at default sizes the run's thousands of idle connections reached the
+	// server's maxclients (rejected connections, read errors, readers that
+	// could not serve the new value for tens of seconds).
+	outside := env.NewClient()
 	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, w, k int) (int64, error) {
 		if v.kill && w == p.Writes/2 {
-			if err := killNearConns(ctx, env.NewClient(), ns); err != nil {
+			if err := killNearConns(ctx, outside, ns); err != nil {
 				return 0, err
 			}
 		}
@@ -161,7 +167,7 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 		id := strconv.Itoa(k)
 		if v.plain {
 			key, _ := writer.Key(id)
-			return ver, env.NewClient().Del(ctx, key).Err()
+			return ver, outside.Del(ctx, key).Err()
 		}
 		return ver, writer.Set(ctx, id, versioned(k, ver))
 	})
