@@ -6,14 +6,15 @@ import (
 	"os"
 
 	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // exampleConfig names the servers of the examples: $ASIDEKIT_REDIS_ADDR
-// (default 127.0.0.1:6379) and $ASIDEKIT_POSTGRES_DSN.
+// (else the Redis the tests use) and $ASIDEKIT_POSTGRES_DSN.
 func exampleConfig() benchmarks.Config {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	return benchmarks.Config{RedisAddr: addr, PostgresDSN: os.Getenv("ASIDEKIT_POSTGRES_DSN"), DBPool: 4}
 }

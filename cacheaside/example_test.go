@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,12 +18,12 @@ type User struct {
 	Name string `json:"name"`
 }
 
-// exampleCache connects to $ASIDEKIT_REDIS_ADDR (default 127.0.0.1:6379)
+// exampleCache connects to $ASIDEKIT_REDIS_ADDR (else the Redis the tests use)
 // in a namespace of its own, and returns a function that removes the keys.
 func exampleCache() (*cacheaside.Cache, func()) {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	ns := "example" + strconv.FormatInt(time.Now().UnixNano(), 36)

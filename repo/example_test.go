@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -17,21 +16,22 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// exampleSetup connects to Redis at $ASIDEKIT_REDIS_ADDR (127.0.0.1:6379
-// by default) under a fresh namespace, and opens an in-memory SQLite
+// exampleSetup connects to the Redis the tests use ($ASIDEKIT_REDIS_ADDR, else
+// one testcontainers started) under a fresh namespace, and opens an in-memory SQLite
 // database with the users and listings tables. cleanup removes the namespace's keys.
 func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns string, cleanup func()) {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	rdb = redis.NewClient(&redis.Options{Addr: addr})
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	ns = "example-" + hex.EncodeToString(b)
-	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
+	cache, err = cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
 	if err != nil {
 		panic(err)
 	}

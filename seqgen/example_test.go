@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,18 +15,19 @@ import (
 
 	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/seqgen"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // exampleBackends connects to the Redis and PostgreSQL of the environment
 // and returns a unique name for the example's keys and rows, and a cleanup.
 func exampleBackends() (redis.UniversalClient, *gorm.DB, string, func()) {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
-	dsn := os.Getenv("ASIDEKIT_POSTGRES_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	dsn, err := testcontainers.PostgresDSN()
+	if err != nil {
+		panic(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})

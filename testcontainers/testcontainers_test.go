@@ -229,3 +229,21 @@ func TestWithDatabase(t *testing.T) {
 		t.Error("empty DSN accepted")
 	}
 }
+
+// The Examples' helpers resolve the same servers as the tests.
+func TestExampleServers(t *testing.T) {
+	addr, err := RedisAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Redis(t); r.Addrs[0] != addr {
+		t.Errorf("RedisAddr = %s, Redis(t) uses %s", addr, r.Addrs[0])
+	}
+	dsn, err := PostgresDSN()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pingPostgres(dsn); err != nil {
+		t.Errorf("PostgresDSN %s does not answer: %v", dsn, err)
+	}
+}

@@ -7,11 +7,22 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/cacheaside/msgpackcodec"
+	"github.com/asidekit/asidekit/testcontainers"
 )
+
+// exampleClient connects to the Redis the tests use ($ASIDEKIT_REDIS_ADDR,
+// else one testcontainers started).
+func exampleClient() *redis.Client {
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewClient(&redis.Options{Addr: addr})
+}
 
 // A Cache whose entities store MessagePack instead of JSON.
 func Example() {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	client := exampleClient()
 	defer client.Close()
 	cache, err := cacheaside.New(client, &cacheaside.Options{Codec: msgpackcodec.Codec{}})
 	if err != nil {

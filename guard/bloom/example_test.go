@@ -3,19 +3,19 @@ package bloom_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
 
-// exampleClient connects to $ASIDEKIT_REDIS_ADDR (default 127.0.0.1:6379).
+// exampleClient connects to $ASIDEKIT_REDIS_ADDR (else the Redis the tests use).
 func exampleClient() *redis.Client {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	return redis.NewClient(&redis.Options{Addr: addr})
 }

@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
 
 // exampleClient connects to the Redis of $ASIDEKIT_REDIS_ADDR, or the local
 // one.
 func exampleClient() *redis.Client {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	return redis.NewClient(&redis.Options{Addr: addr})
 }

@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/guard/lock"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// exampleClient connects to $ASIDEKIT_REDIS_ADDR (default 127.0.0.1:6379)
+// exampleClient connects to $ASIDEKIT_REDIS_ADDR (else the Redis the tests use)
 // and returns a namespace of its own, with a function that deletes its keys.
 func exampleClient() (*redis.Client, string, func()) {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	ns := fmt.Sprintf("example%d", time.Now().UnixNano())

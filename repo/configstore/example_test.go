@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -16,15 +15,16 @@ import (
 
 	"github.com/asidekit/asidekit/repo/configstore"
 	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // exampleBackends connects to the Redis at $ASIDEKIT_REDIS_ADDR and opens an
 // in-memory SQLite database with the asidekit tables, and returns options
 // with a namespace of their own and a cleanup function.
 func exampleBackends() (redis.UniversalClient, *gorm.DB, *configstore.Options, func()) {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"time"
 
@@ -13,12 +12,13 @@ import (
 
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/guard/limit/httplimit"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 func Example() {
-	addr := os.Getenv("ASIDEKIT_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	addr, err := testcontainers.RedisAddr()
+	if err != nil {
+		panic(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
