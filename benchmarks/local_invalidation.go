@@ -151,9 +151,18 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	read := func(ctx context.Context, proc, k int) (Value, error) {
 		return readers[proc].Get(ctx, strconv.Itoa(k), load)
 	}
+	// One client for the plain DELs and the kill, as the other program
+	// would have: a client per write leaked its pool (MinIdleConns each)
+	// until the Env closed, and by the last plain_del variant of a default
+	// run Redis refused connections (maxclients), so the DELs failed and
+	// their writes were never served.
+	var outside redis.UniversalClient
+	if v.plain || v.kill {
+		outside = env.NewClient()
+	}
 	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, w, k int) (int64, error) {
 		if v.kill && w == p.Writes/2 {
-			if err := killNearConns(ctx, env.NewClient(), ns); err != nil {
+			if err := killNearConns(ctx, outside, ns); err != nil {
 				return 0, err
 			}
 		}
@@ -161,7 +170,7 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 		id := strconv.Itoa(k)
 		if v.plain {
 			key, _ := writer.Key(id)
-			return ver, env.NewClient().Del(ctx, key).Err()
+			return ver, outside.Del(ctx, key).Err()
 		}
 		return ver, writer.Set(ctx, id, versioned(k, ver))
 	})
