@@ -42,8 +42,9 @@ type LocalInvalidationParams struct {
 	// Tail is the longest wait, after the last write, for every reader to
 	// serve every key's last version (the run ends as soon as they all
 	// have); a write still unserved then counts with its delay until then.
-	// Default: max(200ms, 4×WriteEvery) in local_invalidation, LocalTTL +
-	// 1s in outside_write.
+	// Default: max(200ms, 4×WriteEvery) in local_invalidation (LocalTTL +
+	// 1s in its broadcast/plain_del, which waits for the local entries to
+	// expire), LocalTTL + 1s in outside_write.
 	Tail time.Duration `json:"tail,omitempty"`
 }
 
@@ -111,6 +112,18 @@ func RunLocalInvalidation(ctx context.Context, env *Env, p LocalInvalidationPara
 }
 
 func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v localVariant) (Row, error) {
+	st, err := driveLocalVariant(ctx, env, p, v)
+	if err != nil {
+		return Row{}, err
+	}
+	row := Row{Variant: v.name, Notes: v.notes}
+	st.setInvalidation(&row)
+	return row, nil
+}
+
+// driveLocalVariant runs variant v (not a repo one) and returns what it
+// measured.
+func driveLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v localVariant) (staleStats, error) {
 	ns := env.Sub("local-" + strings.ReplaceAll(v.name, "/", "-"))
 	var truth sync.Map // key index -> *atomic.Int64 version
 	for k := 0; k < p.Keys; k++ {
@@ -135,14 +148,14 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	}
 	wc, writer, err := open()
 	if err != nil {
-		return Row{}, err
+		return staleStats{}, err
 	}
 	defer wc.Close()
 	readers := make([]*cacheaside.Entity[Value], p.Instances)
 	for i := range readers {
 		c, e, err := open()
 		if err != nil {
-			return Row{}, err
+			return staleStats{}, err
 		}
 		defer c.Close()
 		readers[i] = e
@@ -151,13 +164,23 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 	read := func(ctx context.Context, proc, k int) (Value, error) {
 		return readers[proc].Get(ctx, strconv.Itoa(k), load)
 	}
-	// One client from outside asidekit for the whole variant: a client per
-	// write kept a warm pool each (MinIdleConns) until the run ended, and
-	// at default sizes the run's thousands of idle connections reached the
-	// server's maxclients (rejected connections, read errors, readers that
-	// could not serve the new value for tens of seconds).
-	outside := env.NewClient()
-	d := p.drive(max(200*time.Millisecond, 4*p.WriteEvery), read, func(ctx context.Context, w, k int) (int64, error) {
+	// One client for the plain DELs and the kill, as the other program
+	// would have: a client per write leaked its pool (MinIdleConns each)
+	// until the Env closed, and by the last plain_del variant of a default
+	// run Redis refused connections (maxclients), so the DELs failed and
+	// their writes were never served.
+	var outside redis.UniversalClient
+	if v.plain || v.kill {
+		outside = env.NewClient()
+	}
+	// A plain DEL under broadcast is seen when the local entries expire:
+	// the run waits out Local.TTL, or its end would cut those delays short
+	// (a run of writes shorter than Local.TTL ended with every one unserved).
+	tail := max(200*time.Millisecond, 4*p.WriteEvery)
+	if v.plain && v.mode == cacheaside.LocalBroadcast {
+		tail = p.LocalTTL + time.Second
+	}
+	d := p.drive(tail, read, func(ctx context.Context, w, k int) (int64, error) {
 		if v.kill && w == p.Writes/2 {
 			if err := killNearConns(ctx, outside, ns); err != nil {
 				return 0, err
@@ -171,10 +194,7 @@ func runLocalVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v
 		}
 		return ver, writer.Set(ctx, id, versioned(k, ver))
 	})
-	st := d.run(ctx)
-	row := Row{Variant: v.name, Notes: v.notes}
-	st.setInvalidation(&row)
-	return row, nil
+	return d.run(ctx), nil
 }
 
 // openNear returns a Cache of namespace ns on a client of its own, once
