@@ -29,6 +29,8 @@ func NewConfigStoreCollector(name string, src ConfigStoreStatser) prometheus.Col
 		func(s configstore.Stats) float64 { return float64(s.Rebuilds) })
 	c.counter(desc("rebuild_waits_total", "Reads that waited for another process's rebuild."),
 		func(s configstore.Stats) float64 { return float64(s.RebuildWaits) })
+	c.counter(desc("rebuilds_lost_total", "Rebuilds refused because the hash was deleted meanwhile."),
+		func(s configstore.Stats) float64 { return float64(s.RebuildsLost) })
 	c.counter(desc("repairs_total", "Foreign or corrupt hash entries that reads replaced from the database."),
 		func(s configstore.Stats) float64 { return float64(s.Repairs) })
 	c.counter(desc("mirror_errors_total", "Committed writes that could not be copied into the hash."),

@@ -24,6 +24,7 @@ func TestConfigStoreCollector_fields(t *testing.T) {
 	}{
 		{"asidekit_configstore_rebuilds_total", s.Rebuilds},
 		{"asidekit_configstore_rebuild_waits_total", s.RebuildWaits},
+		{"asidekit_configstore_rebuilds_lost_total", s.RebuildsLost},
 		{"asidekit_configstore_repairs_total", s.Repairs},
 		{"asidekit_configstore_mirror_errors_total", s.MirrorErrors},
 		{"asidekit_configstore_reconciles_total", s.Reconciles},

@@ -6,7 +6,11 @@
 // evicted, flushed) the readers rebuild it from the table under a Redis lock:
 // one process queries the database, the others wait for it. A built hash
 // carries a marker, so an empty configuration is told apart from a missing
-// hash and costs no rebuild.
+// hash and costs no rebuild. Writes go on during a rebuild and land in the
+// hash beside it; but if the hash vanishes again while the table is read,
+// the rows read may predate a write whose entry vanished with it, so the
+// rebuild is refused and the table read again (Stats.RebuildsLost). A read
+// that sees the hash vanish after each of three rebuilds reads the table.
 //
 // When Redis fails (connection refused, timeout, an error reply) a read
 // falls back to the table, the source of truth: one query, tombstones left
@@ -35,7 +39,8 @@
 //
 // Redis keys, for namespace "ak" and scope "default":
 //
-//	ak:cfg:{default}          hash: key → "<version>:<value>", or "<version>" once deleted
+//	ak:cfg:{default}          hash: key → "<version>:<value>", or "<version>" once deleted;
+//	                          field "" marks it built, field "\x00rebuild" names the rebuild under way
 //	ak:cfg:{default}:lock     rebuild lock (SET NX PX, random token)
 //	ak:cfg:{default}:changes  Pub/Sub channel of changes
 //

@@ -10,6 +10,15 @@ import (
 // empty, so it cannot collide with one.
 const builtField = ""
 
+// rebuildField holds, while the hash is not built, the token of the rebuild
+// (or Reconcile) that means to build it; see lock.lua. Keys never contain
+// a NUL byte, so it cannot collide with one.
+const rebuildField = "\x00rebuild"
+
+// special reports whether a hash field is one of the package's markers
+// rather than a key.
+func special(field string) bool { return field == builtField || field == rebuildField }
+
 // entry is one key's state: a value, or a deletion, at a version.
 type entry struct {
 	value   string

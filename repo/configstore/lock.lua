@@ -8,12 +8,16 @@
 -- ARGV[2]  the lock's time to live, in milliseconds
 --
 -- Returns 1 if the hash is built, 2 if the lock was taken, 0 if another
--- holder has it.
+-- holder has it. Taking the lock also writes the token into the hash's
+-- field "\0rebuild": if the hash is deleted or evicted before the rebuild
+-- lands, the field goes with it, and rebuild.lua refuses rows that may be
+-- older than a write the hash has lost.
 
 if redis.call("HEXISTS", KEYS[1], "") == 1 then
   return 1
 end
 if redis.call("SET", KEYS[2], ARGV[1], "NX", "PX", ARGV[2]) then
+  redis.call("HSET", KEYS[1], "\0rebuild", ARGV[1])
   return 2
 end
 return 0

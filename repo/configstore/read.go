@@ -11,8 +11,16 @@ import (
 )
 
 // maxReadAttempts bounds how often a read rebuilds a hash that keeps
-// disappearing (evicted or flushed as soon as it is built).
+// disappearing (evicted or flushed as soon as it is built); then it reads
+// the table, as when Redis fails.
 const maxReadAttempts = 3
+
+// vanished is the error of a read whose hash disappeared after each of its
+// maxReadAttempts rebuilds. Redis is not keeping the hash: the read may
+// fall back to the table.
+func (s *Store) vanished(op string) error {
+	return redisErr(fmt.Errorf("configstore: %s: hash %s vanished %d times after being rebuilt", op, s.hash, maxReadAttempts))
+}
 
 // Get returns key's value from the hash: one round trip (HMGET of the key
 // and the built marker). If the hash is missing it is first rebuilt from
@@ -20,8 +28,9 @@ const maxReadAttempts = 3
 // ErrNotFound. A hash entry this package cannot have written is replaced
 // from the table.
 //
-// If Redis fails (an error or timeout of the read, or of the rebuild),
-// Get reads the key from the table instead (one query, shared by the
+// If Redis fails (an error or timeout of the read, or of the rebuild, or
+// the hash vanishing again after each of 3 rebuilds), Get reads the key
+// from the table instead (one query, shared by the
 // concurrent Gets of the key in this Store) and counts it in
 // Stats.DBFallbacks; if the table fails too, the error wraps both
 // errors. It does not fall back with Options.NoDBFallback (the error then
@@ -78,7 +87,7 @@ func (s *Store) getHash(ctx context.Context, key string) (string, error) {
 		}
 		return e.value, nil
 	}
-	return "", fmt.Errorf("configstore: get %q: hash %s vanished %d times after being rebuilt", key, s.hash, maxReadAttempts)
+	return "", s.vanished(fmt.Sprintf("get %q", key))
 }
 
 // All returns every key with a value: one round trip (HGETALL) when the
@@ -125,7 +134,7 @@ func (s *Store) allHash(ctx context.Context) (map[string]string, error) {
 		out := make(map[string]string, len(raw))
 		var corrupt map[string]string
 		for k, v := range raw {
-			if k == builtField {
+			if special(k) {
 				continue
 			}
 			e, ok := decode(v)
@@ -152,7 +161,7 @@ func (s *Store) allHash(ctx context.Context) (map[string]string, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("configstore: all: hash %s vanished %d times after being rebuilt", s.hash, maxReadAttempts)
+	return nil, s.vanished("all")
 }
 
 // repair replaces the given hash entries (field → what the hash held) with
@@ -168,7 +177,7 @@ func (s *Store) repair(ctx context.Context, seen map[string]string) (map[string]
 		return nil, err
 	}
 	fixes := diff(seen, rows)
-	if _, err := s.runFixes(ctx, fixes); err != nil {
+	if _, err := s.runFixes(ctx, fixes, ""); err != nil {
 		return nil, err
 	}
 	s.stats.repairs.Add(int64(len(seen)))
@@ -194,6 +203,10 @@ func (s *Store) rebuild(ctx context.Context) error {
 	}
 }
 
+// rebuildShared takes the rebuild lock and fills the hash, or waits for
+// another holder to have built it, until WaitTimeout. A rebuild refused by
+// rebuild.lua (the hash was deleted meanwhile, or another rebuild took
+// over) reads the table again.
 func (s *Store) rebuildShared(ctx context.Context) error {
 	deadline := time.Now().Add(s.opts.WaitTimeout)
 	wait := 2 * time.Millisecond
@@ -212,7 +225,19 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 			}
 			return nil
 		case 2:
-			return s.rebuildLocked(ctx, lease)
+			rows, err := s.loadLocked(ctx, lease)
+			if err != nil {
+				return err
+			}
+			landed, err := s.fill(ctx, lease, rows)
+			if err != nil || landed {
+				return err
+			}
+			s.stats.rebuildsLost.Add(1)
+			if !time.Now().Before(deadline) {
+				return fmt.Errorf("%w (%s; the hash was deleted during each rebuild)", ErrTimeout, s.opts.WaitTimeout)
+			}
+			continue
 		}
 		if !time.Now().Add(wait).Before(deadline) {
 			return fmt.Errorf("%w (%s)", ErrTimeout, s.opts.WaitTimeout)
@@ -229,21 +254,32 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 	}
 }
 
-// rebuildLocked fills the hash from the table while holding the lock.
-func (s *Store) rebuildLocked(ctx context.Context, token string) error {
+// loadLocked reads the scope's rows for a rebuild holding the lock lease;
+// if that fails, it releases the lock.
+func (s *Store) loadLocked(ctx context.Context, lease string) (map[string]entry, error) {
 	rows, err := s.load(ctx, nil)
 	if err != nil {
-		_ = unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{s.lock}, token).Err()
-		return err
+		_ = unlockScript.Run(context.WithoutCancel(ctx), s.rdb, []string{s.lock}, lease).Err()
 	}
+	return rows, err
+}
+
+// fill writes rows, read while holding the lock lease, into the hash, marks
+// it built and releases the lock. It reports false, having written
+// nothing but released the lock, if rebuild.lua refused them.
+func (s *Store) fill(ctx context.Context, lease string, rows map[string]entry) (bool, error) {
 	args := make([]any, 0, 3+2*len(rows))
-	args = append(args, s.channel, token, time.Now().UTC().Format(time.RFC3339Nano))
+	args = append(args, s.channel, lease, time.Now().UTC().Format(time.RFC3339Nano))
 	for k, e := range rows {
 		args = append(args, k, e.encode())
 	}
-	if err := rebuildScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, args...).Err(); err != nil {
-		return fmt.Errorf("configstore: rebuild %s: %w", s.hash, redisErr(err))
+	n, err := rebuildScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("configstore: rebuild %s: %w", s.hash, redisErr(err))
+	}
+	if n < 0 {
+		return false, nil
 	}
 	s.stats.rebuilds.Add(1)
-	return nil
+	return true, nil
 }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Report says what Reconcile repaired. Each slice holds keys, sorted.
@@ -69,7 +73,7 @@ func diff(seen map[string]string, rows map[string]entry, extra ...fix) []fix {
 		}
 	}
 	for k, raw := range seen {
-		if _, inDB := rows[k]; inDB || k == builtField {
+		if _, inDB := rows[k]; inDB || special(k) {
 			continue
 		}
 		if e, ok := decode(raw); ok && e.deleted {
@@ -81,13 +85,13 @@ func diff(seen map[string]string, rows map[string]entry, extra ...fix) []fix {
 }
 
 // runFixes applies fixes with fix.lua and reports, per fix, whether it
-// applied.
-func (s *Store) runFixes(ctx context.Context, fixes []fix) ([]bool, error) {
+// applied. guard is "" or the token of claim.
+func (s *Store) runFixes(ctx context.Context, fixes []fix, guard string) ([]bool, error) {
 	if len(fixes) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, 1+3*len(fixes))
-	args = append(args, s.channel)
+	args := make([]any, 0, 2+3*len(fixes))
+	args = append(args, s.channel, guard)
 	for _, f := range fixes {
 		args = append(args, f.field, f.expected, f.wanted)
 	}
@@ -112,21 +116,31 @@ func (s *Store) runFixes(ctx context.Context, fixes []fix) ([]bool, error) {
 // the table snapshot too; each repair is a compare-and-set, so a write
 // that lands in between is never overwritten (its key is reported
 // Skipped). Cost: one HGETALL, one query, one script call.
+//
+// A hash without its built marker is built only from a table read begun
+// after Reconcile claimed it (one more round trip): if the hash is deleted
+// or another rebuild takes over in between, nothing is repaired and every
+// key is reported Skipped.
 func (s *Store) Reconcile(ctx context.Context) (Report, error) {
 	seen, err := s.rdb.HGetAll(ctx, s.hash).Result()
 	if err != nil {
 		return Report{}, fmt.Errorf("configstore: reconcile: %w", err)
 	}
+	var marker []fix
+	guard := ""
+	if _, built := seen[builtField]; !built {
+		guard = token.New()
+		if seen, err = s.claim(ctx, guard); err != nil {
+			return Report{}, fmt.Errorf("configstore: reconcile: %w", err)
+		}
+		marker = append(marker, fix{builtField, "-", "=" + time.Now().UTC().Format(time.RFC3339Nano), fixMarker})
+	}
 	rows, err := s.load(ctx, nil)
 	if err != nil {
 		return Report{}, fmt.Errorf("configstore: reconcile: %w", err)
 	}
-	var marker []fix
-	if _, built := seen[builtField]; !built {
-		marker = append(marker, fix{builtField, "-", "=" + time.Now().UTC().Format(time.RFC3339Nano), fixMarker})
-	}
 	fixes := diff(seen, rows, marker...)
-	applied, err := s.runFixes(ctx, fixes)
+	applied, err := s.runFixes(ctx, fixes, guard)
 	if err != nil {
 		return Report{}, fmt.Errorf("configstore: reconcile: %w", err)
 	}
@@ -151,6 +165,22 @@ func (s *Store) Reconcile(ctx context.Context) (Report, error) {
 	s.stats.reconciles.Add(1)
 	s.stats.fixes.Add(int64(r.Fixes()))
 	return r, nil
+}
+
+// claim writes guard into the rebuild field of a hash that is not built and
+// returns the hash as it then is, in one transaction. Writes applied later
+// stay in the hash unless it is deleted, which deletes the guard too.
+func (s *Store) claim(ctx context.Context, guard string) (map[string]string, error) {
+	var all *redis.MapStringStringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, s.hash, rebuildField, guard)
+		all = p.HGetAll(ctx, s.hash)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all.Val(), nil
 }
 
 // Run calls Reconcile every interval until ctx ends, then returns

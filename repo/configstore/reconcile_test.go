@@ -2,12 +2,18 @@ package configstore_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/repo/configstore"
 	"github.com/asidekit/asidekit/schema"
@@ -162,5 +168,75 @@ func TestStore_Run_callbackPanics(t *testing.T) {
 	err := s.Run(ctxT(t), 10*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "OnReconcile panicked: boom") {
 		t.Fatalf("Run = %v, want the panic as an error", err)
+	}
+}
+
+// beforeScript runs fn once, just before the first call of one of the
+// package's scripts on the client it hooks.
+type beforeScript struct {
+	src, sha string
+	once     sync.Once
+	fn       func()
+}
+
+func hookScript(t *testing.T, file string, fn func()) *beforeScript {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &beforeScript{src: string(src), sha: fmt.Sprintf("%x", sha1.Sum(src)), fn: fn}
+}
+
+func (h *beforeScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && (args[1] == h.sha || args[1] == h.src) {
+			h.once.Do(h.fn)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Reconcile builds a missing hash from a table read; if a Delete commits
+// after that read and the hash is deleted (evicted) again before the
+// repair lands, the repair must not bring the deleted value back.
+func TestStore_Reconcile_hashDeletedBeforeRepair(t *testing.T) {
+	t.Parallel()
+	b := newBackends(t)
+	ctx := ctxT(t)
+	other := b.store(t, b.r.NewClient(t), b.openDB(t), nil)
+	if err := other.SetMany(ctx, map[string]string{"a": "1", "b": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.r.Client.Del(ctx, other.Key()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := b.r.NewClient(t)
+	c.AddHook(hookScript(t, "fix.lua", func() {
+		if err := other.Delete(ctx, "b"); err != nil {
+			t.Error(err)
+		}
+		if err := b.r.Client.Del(ctx, other.Key()).Err(); err != nil {
+			t.Error(err)
+		}
+	}))
+	s := b.store(t, c, b.pg.DB, nil)
+	r, err := s.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Built || r.Fixes() != 0 || !slices.Equal(r.Skipped, []string{"a", "b"}) {
+		t.Fatalf("Reconcile = %+v, want nothing repaired, a and b skipped", r)
+	}
+	if _, err := s.Get(ctx, "b"); !errors.Is(err, configstore.ErrNotFound) {
+		t.Fatalf("Get of the deleted key: %v", err)
+	}
+	if v, err := s.Get(ctx, "a"); err != nil || v != "1" {
+		t.Fatalf("Get a = %q, %v", v, err)
 	}
 }

@@ -156,6 +156,7 @@ func (s *Store) checkValue(v string) error {
 type Stats struct {
 	Rebuilds     int64 // hash rebuilds this Store ran, one database query each
 	RebuildWaits int64 // reads that waited for another process's rebuild
+	RebuildsLost int64 // rebuilds refused because the hash was deleted meanwhile (the table is read again)
 	Repairs      int64 // foreign or corrupt hash entries that reads replaced from the database
 	MirrorErrors int64 // committed writes that could not be copied into the hash
 	Reconciles   int64 // Reconcile calls that completed
@@ -171,8 +172,8 @@ type Stats struct {
 }
 
 type counters struct {
-	rebuilds, rebuildWaits, repairs, mirrorErrors, reconciles, fixes atomic.Int64
-	dbFallbacks, fallbackQueries                                     atomic.Int64
+	rebuilds, rebuildWaits, rebuildsLost, repairs, mirrorErrors, reconciles, fixes atomic.Int64
+	dbFallbacks, fallbackQueries                                                   atomic.Int64
 }
 
 // Stats returns a snapshot of the Store's counters.
@@ -181,6 +182,7 @@ func (s *Store) Stats() Stats {
 	return Stats{
 		Rebuilds:     c.rebuilds.Load(),
 		RebuildWaits: c.rebuildWaits.Load(),
+		RebuildsLost: c.rebuildsLost.Load(),
 		Repairs:      c.repairs.Load(),
 		MirrorErrors: c.mirrorErrors.Load(),
 		Reconciles:   c.reconciles.Load(),

@@ -125,7 +125,7 @@ func (s *Store) snapshot(ctx context.Context) ([]Change, error) {
 		}
 		cs := make([]Change, 0, len(raw))
 		for k, v := range raw {
-			if e, ok := decode(v); ok && k != builtField {
+			if e, ok := decode(v); ok && !special(k) {
 				cs = append(cs, e.change(k))
 			}
 		}
