@@ -78,6 +78,12 @@
 // a loader that read old data can never write it into the cache after an
 // invalidation that began after the load did.
 //
+// A plain DEL of the entry from outside asidekit does not replace the
+// token: a load that read the source of truth before that writer's change
+// and stores after its DEL keeps the old value cached for up to the TTL.
+// Writers outside asidekit should call Invalidate (repo.Repository does),
+// or let repo/cdc invalidate from the database's log, which does.
+//
 // Version tokens are random 64-bit values, never counters, and a missing
 // token is created (never compared as "absent"). Therefore an expired or
 // evicted :ver key can only make a store be refused, never let a stale one
