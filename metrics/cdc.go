@@ -14,17 +14,20 @@ type CDCStatser interface {
 // NewCDCCollector returns a Collector of src's cdc.Stats, read at each
 // scrape, with the constant label invalidator=name:
 //
-//	asidekit_cdc_transactions_total{invalidator}  counter
-//	asidekit_cdc_changes_total{invalidator}       counter
-//	asidekit_cdc_skipped_total{invalidator}       counter
-//	asidekit_cdc_errors_total{invalidator}        counter
-//	asidekit_cdc_active{invalidator}              gauge, 1 while this process holds the slot
-//	asidekit_cdc_bad_tables{invalidator}          gauge
-//	asidekit_cdc_lag_bytes{invalidator}           gauge
-//	asidekit_cdc_lag_seconds{invalidator}         gauge
+//	asidekit_cdc_transactions_total{invalidator}     counter
+//	asidekit_cdc_changes_total{invalidator}          counter
+//	asidekit_cdc_skipped_total{invalidator}          counter
+//	asidekit_cdc_errors_total{invalidator}           counter
+//	asidekit_cdc_slots_recreated_total{invalidator}  counter
+//	asidekit_cdc_active{invalidator}                 gauge, 1 while this process holds the slot
+//	asidekit_cdc_bad_tables{invalidator}             gauge
+//	asidekit_cdc_lag_bytes{invalidator}              gauge
+//	asidekit_cdc_lag_seconds{invalidator}            gauge
 //
 // Alert on lag_bytes and lag_seconds of the active process, on errors
-// growing, and on no process of the service being active (OPERATIONS.md).
+// growing, on slots_recreated_total growing (a lost slot: changes were
+// missed, and every cached row was invalidated), and on no process of the
+// service being active (OPERATIONS.md).
 // A nil src panics here rather than at every scrape: it is a wiring
 // mistake, best found when the service starts.
 func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
@@ -41,6 +44,8 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 		func(s cdc.Stats) float64 { return float64(s.Skipped) })
 	c.counter(desc("errors_total", "Failures retried: Redis refusing a batch, a lost database connection."),
 		func(s cdc.Stats) float64 { return float64(s.Errors) })
+	c.counter(desc("slots_recreated_total", "Lost replication slots (wal_status lost) dropped and recreated; each invalidates every cached row."),
+		func(s cdc.Stats) float64 { return float64(s.SlotsRecreated) })
 	c.gauge(desc("active", "1 while this process holds the replication slot and applies, 0 while it stands by."),
 		func(s cdc.Stats) float64 {
 			if s.Active {

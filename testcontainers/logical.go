@@ -74,3 +74,27 @@ func walLevel(dsn string) (string, error) {
 	err = db.QueryRowContext(ctx, "SHOW wal_level").Scan(&level)
 	return level, err
 }
+
+// PrivateLogicalPostgres returns a fresh database, as LogicalPostgres does,
+// on a server of its own, started for this call (Docker, else binaries from
+// PATH; never the environment's server, which is never reconfigured) with
+// wal_level=logical and settings ("name=value", e.g.
+// "max_slot_wal_keep_size=1MB"), for a test that needs server settings no
+// other test may share. The server stops when the test binary's Main ends.
+func PrivateLogicalPostgres(t testing.TB, settings ...string) *PostgresDB {
+	t.Helper()
+	args := append([]string(nil), logicalArgs...)
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	admin, src, err := startPostgresServer("private PostgreSQL with wal_level=logical", nil, args...)
+	if err != nil {
+		fatal(t, err)
+	}
+	db, err := newDatabase(t, admin)
+	if err != nil {
+		fatal(t, err)
+	}
+	db.Source = src
+	return db
+}

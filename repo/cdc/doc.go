@@ -44,11 +44,35 @@
 // the errors and the lag, in bytes of WAL and in seconds since the waiting
 // transaction committed.
 //
+// # Lost slot
+//
+// A slot that falls further behind than the server's
+// max_slot_wal_keep_size (PostgreSQL 13+) is invalidated
+// (pg_replication_slots.wal_status 'lost'): the WAL it needed is removed,
+// and START_REPLICATION fails (SQLSTATE 55000). The changes in that WAL
+// are gone, so any cached row may be stale and any row inserted meanwhile
+// unknown to the Bloom filters. Setup (and so Run, at every start and
+// reconnection) finds the slot lost, drops it and creates it anew; in the
+// transaction that creates it, it writes a logical decoding message to the
+// WAL, the new slot's first change. The process that holds the new slot
+// (one at a time) applies that message like a TRUNCATE of every registered
+// table: InvalidateAll, then WarmFilter where the target has one, retried
+// until Redis takes them, before any later change, and confirms it only
+// then, so a holder that dies meanwhile leaves it to the next. A
+// recreation is counted in Stats.SlotsRecreated (by the process that made
+// it) and costs a cold cache: raise max_slot_wal_keep_size, or fix what
+// kept the Invalidator behind. Processes that find the slot lost at once
+// take turns under an advisory lock on the slot's name; the first replaces
+// it, the others find a valid slot and leave it alone. Before PostgreSQL
+// 14 pgoutput cannot pass messages on, and the process that recreated the
+// slot invalidates and warms itself, after creating it.
+//
 // # Setup and cost
 //
 // The server needs wal_level=logical (a restart) and a role with the
 // REPLICATION attribute. Setup (which Run calls) creates the publication
-// and the slot if they are missing; only Drop removes them. A slot keeps
+// and the slot if they are missing; only Drop removes them (Setup replaces
+// a lost slot, above). A slot keeps
 // the WAL its consumer has not confirmed: a service that stops for good
 // must Drop it, or the server's disk fills (see OPERATIONS.md,
 // max_slot_wal_keep_size).

@@ -44,7 +44,12 @@ type env struct {
 
 func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
 	t.Helper()
-	pg := testcontainers.LogicalPostgres(t)
+	return newEnvOn(t, testcontainers.LogicalPostgres(t), rdb, ns)
+}
+
+// newEnvOn is newEnv on the database pg.
+func newEnvOn(t *testing.T, pg *testcontainers.PostgresDB, rdb redis.UniversalClient, ns string) *env {
+	t.Helper()
 	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}

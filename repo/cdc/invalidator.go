@@ -14,7 +14,9 @@ import (
 )
 
 // Target is a repository whose table the Invalidator follows: a
-// *repo.Repository of any type.
+// *repo.Repository of any type. A target that also has a WarmFilter
+// method (as *repo.Repository does) has it called after a lost slot (see
+// the package documentation).
 type Target interface {
 	// Table returns the table's name, optionally schema-qualified
 	// ("public.users"); unqualified names are resolved on the server's
@@ -22,7 +24,8 @@ type Target interface {
 	Table() string
 	// AddChange queues the cache upkeep of a committed row change.
 	AddChange(s *repo.ChangeSet, c repo.Change) error
-	// InvalidateAll drops every cached row and mapping (TRUNCATE).
+	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
+	// slot).
 	InvalidateAll(ctx context.Context) error
 }
 
@@ -40,7 +43,8 @@ type Invalidator struct {
 	tables  map[string]Target // by "schema.table", filled by Setup
 	running bool
 
-	ctr counters
+	ctr       counters
+	pgVersion atomic.Int32 // server_version_num, read by Setup
 
 	waitMu  sync.Mutex    // guards advance
 	advance chan struct{} // closed (and replaced) when Applied moves

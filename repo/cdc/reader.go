@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -113,6 +114,11 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 			// again would fail again, so it is counted and passed.
 			r.inv.ctr.fail(fmt.Errorf("%w: decode at %s: %w", ErrSkipped, x.WALStart, err), true)
 			return nil
+		}
+		if m, ok := msg.(*pglogrepl.LogicalDecodingMessage); ok {
+			// Its content points into the connection's read buffer, which
+			// the next receive reuses (tuple data is copied by the decoder).
+			m.Content = bytes.Clone(m.Content)
 		}
 		return r.send(ctx, item{msg: msg})
 	}

@@ -17,6 +17,12 @@ import (
 // every change for the Invalidator, even while no process runs. Run calls
 // it; call it earlier to start capturing before the first Run.
 //
+// A slot that PostgreSQL has invalidated (it fell further behind than
+// max_slot_wal_keep_size: wal_status 'lost') is dropped and created anew,
+// and every registered repository's cache is invalidated before a change
+// from the new slot is applied (see the package documentation, "Lost
+// slot"); Stats.SlotsRecreated counts it.
+//
 // A registered table that is missing, or has neither a primary key nor a
 // replica identity, is left out of the publication and counted in
 // Stats.BadTables (ErrBadTable in Stats.LastError): publishing it would
@@ -29,12 +35,15 @@ func (inv *Invalidator) Setup(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var level string
-	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+	var version int32
+	err = conn.QueryRow(ctx, "SELECT current_setting('wal_level'), current_setting('server_version_num')::int").Scan(&level, &version)
+	if err != nil {
 		return fmt.Errorf("cdc: wal_level: %w", err)
 	}
 	if level != "logical" {
 		return fmt.Errorf("%w (it is %s)", ErrNotLogical, level)
 	}
+	inv.pgVersion.Store(version)
 	inv.mu.Lock()
 	targets := append([]Target(nil), inv.targets...)
 	inv.mu.Unlock()
@@ -58,7 +67,7 @@ func (inv *Invalidator) Setup(ctx context.Context) error {
 	if err := ensurePublication(ctx, conn, inv.o.Publication, quoted); err != nil {
 		return err
 	}
-	if err := ensureSlot(ctx, conn, inv.o.Slot); err != nil {
+	if err := inv.ensureSlot(ctx, conn, targets); err != nil {
 		return err
 	}
 	inv.mu.Lock()
@@ -128,33 +137,10 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, pub string, tables [
 	return nil
 }
 
-// ensureSlot creates the logical replication slot unless it exists.
-func ensureSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
-	var db, plugin string
-	err := conn.QueryRow(ctx, "SELECT coalesce(database, ''), coalesce(plugin, '') FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&db, &plugin)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		_, err = conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
-		if err == nil || isCode(err, "42710") { // or another process created it
-			return nil
-		}
-		return fmt.Errorf("cdc: create slot %s: %w", slot, err)
-	case err != nil:
-		return fmt.Errorf("cdc: slot %s: %w", slot, err)
-	}
-	var cur string
-	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&cur); err != nil {
-		return fmt.Errorf("cdc: slot %s: %w", slot, err)
-	}
-	if db != cur || plugin != "pgoutput" {
-		return fmt.Errorf("%w: slot %s exists for database %q with plugin %q, not %q with pgoutput", ErrInvalidOptions, slot, db, plugin, cur)
-	}
-	return nil
-}
-
 // Drop removes the slot and the publication, so that the server stops
-// keeping WAL for the Invalidator. Nothing else removes them: a stopped
-// service keeps its position. A slot held by a running process is
+// keeping WAL for the Invalidator. Nothing else removes them (Setup only
+// replaces a slot the server invalidated): a stopped service keeps its
+// position. A slot held by a running process is
 // ErrSlotActive; stop every process first.
 func (inv *Invalidator) Drop(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, inv.dsn)

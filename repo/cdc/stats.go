@@ -30,6 +30,13 @@ type Stats struct {
 	// a lost database connection, a message that could not be decoded.
 	Errors uint64
 
+	// SlotsRecreated counts the slots this process found invalidated by
+	// PostgreSQL (wal_status 'lost': they fell further behind than
+	// max_slot_wal_keep_size), dropped and created anew; each time, every
+	// registered repository's cache is invalidated, since the changes in
+	// the lost WAL are gone.
+	SlotsRecreated uint64
+
 	// BadTables is the number of registered tables left out of the
 	// publication at the last start (ErrBadTable).
 	BadTables int
@@ -54,6 +61,7 @@ type Stats struct {
 type counters struct {
 	active                       atomic.Bool
 	txns, changes, skipped, errs atomic.Uint64
+	slotsRecreated               atomic.Uint64
 	badTables                    atomic.Int64
 	applied, serverEnd           atomic.Uint64
 	behindSince                  atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
@@ -75,13 +83,14 @@ func (c *counters) fail(err error, skipped bool) {
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Active:       c.active.Load(),
-		Transactions: c.txns.Load(),
-		Changes:      c.changes.Load(),
-		Skipped:      c.skipped.Load(),
-		Errors:       c.errs.Load(),
-		BadTables:    int(c.badTables.Load()),
-		Applied:      LSN(c.applied.Load()),
+		Active:         c.active.Load(),
+		Transactions:   c.txns.Load(),
+		Changes:        c.changes.Load(),
+		Skipped:        c.skipped.Load(),
+		Errors:         c.errs.Load(),
+		SlotsRecreated: c.slotsRecreated.Load(),
+		BadTables:      int(c.badTables.Load()),
+		Applied:        LSN(c.applied.Load()),
 	}
 	if end := c.serverEnd.Load(); end > uint64(s.Applied) {
 		s.LagBytes = end - uint64(s.Applied)

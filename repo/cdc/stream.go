@@ -13,8 +13,13 @@ import (
 	"github.com/asidekit/asidekit/repo"
 )
 
-// errSlotBusy is a session's end when another process holds the slot.
-var errSlotBusy = errors.New("cdc: slot held by another process")
+var (
+	// errSlotBusy is a session's end when another process holds the slot.
+	errSlotBusy = errors.New("cdc: slot held by another process")
+	// errSlotLost is a session's end when PostgreSQL has invalidated the
+	// slot (counted in Stats.Errors): the next session's Setup replaces it.
+	errSlotLost = errors.New("cdc: slot invalidated by the server; recreating it")
+)
 
 // session sets up, takes the slot and streams until an error or ctx ends;
 // held reports whether it held the slot. A reader goroutine owns the
@@ -28,11 +33,16 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		return false, fmt.Errorf("cdc: replication connection: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	err = pglogrepl.StartReplication(ctx, conn, inv.o.Slot, 0, pglogrepl.StartReplicationOptions{
-		PluginArgs: []string{"proto_version '1'", "publication_names '" + inv.o.Publication + "'"},
-	})
+	args := []string{"proto_version '1'", "publication_names '" + inv.o.Publication + "'"}
+	if inv.pgVersion.Load() >= pgMessages {
+		args = append(args, "messages 'true'") // for a recreated slot's first message
+	}
+	err = pglogrepl.StartReplication(ctx, conn, inv.o.Slot, 0, pglogrepl.StartReplicationOptions{PluginArgs: args})
 	if isCode(err, "55006") { // object_in_use: another walsender has it
 		return false, errSlotBusy
+	}
+	if isCode(err, "55000") && inv.slotLost(ctx) { // "can no longer get changes", "cannot read from"
+		return false, fmt.Errorf("%w: %s: %w", errSlotLost, inv.o.Slot, err)
 	}
 	if err != nil {
 		return false, fmt.Errorf("cdc: start replication: %w", err)
@@ -40,7 +50,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	inv.ctr.active.Store(true)
 	defer inv.ctr.active.Store(false)
 	inv.mu.Lock()
-	tables := inv.tables
+	tables, targets := inv.tables, append([]Target(nil), inv.targets...)
 	inv.mu.Unlock()
 	stop := inv.probeServer(ctx)
 	defer stop()
@@ -49,7 +59,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	r := &reader{inv: inv, conn: conn, items: make(chan item, readAhead)}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.run(ctx) })
-	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables}
+	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables, targets: targets}
 	err = a.run(ctx, r.items)
 	cancel() // stops the reader if the applier ended first
 	wg.Wait()
@@ -65,12 +75,14 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 // many small transactions it holds, and a transaction counts as applied
 // only once its batch is done.
 type applier struct {
-	inv    *Invalidator
-	rels   map[uint32]*relation
-	tables map[string]Target
+	inv     *Invalidator
+	rels    map[uint32]*relation
+	tables  map[string]Target
+	targets []Target // every registered one
 
 	set     repo.ChangeSet
 	truncs  []Target // truncated in transactions not yet applied
+	warms   []Target // to warm after a recreated slot (lost inserts)
 	inTxn   bool
 	changes uint64    // row changes not yet applied
 	txns    uint64    // committed transactions not yet applied
@@ -126,6 +138,12 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 			if r := a.rels[id]; r != nil && r.target != nil {
 				a.truncs = append(a.truncs, r.target)
 			}
+		}
+	case *pglogrepl.LogicalDecodingMessage:
+		if m.Prefix == invalidateAllPrefix && string(m.Content) == a.inv.o.Slot {
+			// The slot was recreated (recreateSlot): changes are lost.
+			a.truncs = append(a.truncs, a.targets...)
+			a.warms = append(a.warms, a.targets...)
 		}
 	case *pglogrepl.CommitMessage:
 		a.inTxn = false
@@ -190,6 +208,12 @@ func (a *applier) apply(ctx context.Context) error {
 		a.truncs = a.truncs[1:]
 		a.changes++
 	}
+	for len(a.warms) > 0 {
+		if err := inv.retry(ctx, warmFilter(a.warms[0])); err != nil {
+			return err
+		}
+		a.warms = a.warms[1:]
+	}
 	if inv.afterApply != nil {
 		if err := inv.afterApply(a.end); err != nil {
 			return err
@@ -223,5 +247,21 @@ func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, inv.o.MaxBackoff)
+	}
+}
+
+// warmFilter returns a function that adds every key of t's table to its
+// Bloom filters (repo.Repository.WarmFilter), for the inserts a lost slot
+// never delivered; a target without filters has nothing to warm.
+func warmFilter(t Target) func(context.Context) error {
+	w, ok := t.(interface{ WarmFilter(context.Context) error })
+	if !ok {
+		return func(context.Context) error { return nil }
+	}
+	return func(ctx context.Context) error {
+		if err := w.WarmFilter(ctx); err != nil && !errors.Is(err, repo.ErrInvalidOptions) {
+			return err
+		}
+		return nil
 	}
 }
