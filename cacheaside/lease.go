@@ -110,12 +110,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 			if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
 				break // lapsed: wait for whoever took it, or take it back
 			}
-			defer e.keepLeases(ctx, []item{it})()
-			returned := false
-			defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
-			v, d, err := e.invoke(ctx, id, load)
-			returned = true
-			return e.finish(ctx, it, v, d, err, st, mark)
+			return e.loadLeased(ctx, it, load, st, mark)
 		case leaseNoop:
 			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
 				return v, validMarked, err
@@ -159,4 +154,16 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))
 	}
+}
+
+// loadLeased loads it, whose lease this caller holds, renewing the lease
+// until the result is stored (see finish). A failed load, or a loader that
+// calls runtime.Goexit, gives the lease up, which wakes its waiters.
+func (e *Entity[T]) loadLeased(ctx context.Context, it item, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
+	defer e.keepLeases(ctx, []item{it})()
+	returned := false
+	defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
+	v, d, err := e.invoke(ctx, it.id, load)
+	returned = true
+	return e.finish(ctx, it, v, d, err, st, mark)
 }

@@ -2,28 +2,33 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
 // refresh recomputes an entry whose header the caller saw, under the
-// lease; it does nothing if another caller holds the lease or the entry
-// changed. It reports whether it stored a new value.
+// lease, by the rules of a miss (see leased): it does nothing if another
+// caller holds the lease or the entry changed, nor if the lease lapsed
+// before the load began (see confirmLeases: whoever took it refreshes); a
+// loader that calls runtime.Goexit gives the lease up. It reports whether
+// it loaded a new value (stored unless invalidated meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) (T, bool) {
 	var zero T
 	token := newToken()
+	taken := time.Now()
 	r, err := e.lease(ctx, key, token, observed)
 	if e.redisResult(ctx, err) != nil || r.status != leaseAcquired {
 		return zero, false
 	}
 	it := item{id: id, key: key, ver: r.ver, token: token}
-	defer e.keepLeases(ctx, []item{it})()
-	v, d, err := e.invoke(ctx, id, load)
-	if err == nil {
-		e.ctr.inc(EventRefresh)
+	if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
+		return zero, false
 	}
-	_, _, _ = e.finish(ctx, it, v, d, err, nil, noMark)
-	return v, err == nil
+	v, _, err := e.loadLeased(ctx, it, load, nil, noMark)
+	if err != nil {
+		return zero, false
+	}
+	e.ctr.inc(EventRefresh)
+	return v, true
 }
 
 // refreshAsync starts a background refresh of id unless one runs in this
@@ -87,21 +92,24 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed
 	}
 }
 
+// refreshMany is the batch form of refresh: it takes the leases of items
+// it can, drops those that lapsed before the load began (see
+// confirmLeases) and loads the others in one call (see loadLeasedMany).
 func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, items, observed)
 	if err != nil || len(got) == 0 {
 		return
 	}
-	defer e.keepLeases(ctx, got)()
-	found, d, err := e.invokeMany(ctx, ids(got), load)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		e.releaseLeases(ctx, got)
+	if got, _ = e.confirmLeases(ctx, got, taken); len(got) == 0 {
+		return
+	}
+	if e.loadLeasedMany(ctx, got, load, nil) != nil {
 		return
 	}
 	for range got {
 		e.ctr.inc(EventRefresh)
 	}
-	e.storeMany(ctx, got, found, d)
 }
 
 // leaseCall is the lease.lua call that takes the rebuild lease of it
