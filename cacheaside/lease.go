@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Lease statuses returned by lease.lua.
@@ -24,11 +26,11 @@ type leaseReply struct {
 	entry  []byte // nil when there is none
 }
 
-// lease runs lease.lua. observed is "" (miss mode) or the entry header the
-// caller saw (refresh mode).
-func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (leaseReply, error) {
+// lease runs lease.lua for the lease token tok. observed is "" (miss
+// mode) or the entry header the caller saw (refresh mode).
+func (e *Entity[T]) lease(ctx context.Context, key, tok, observed string) (leaseReply, error) {
 	res, err := leaseScript.Run(ctx, e.c.client, []string{key, key + ":lock", key + ":ver"},
-		token, e.lockPX, newToken(), e.verPX, time.Now().UnixMilli(), observed).Slice()
+		tok, e.lockPX, token.New(), e.verPX, time.Now().UnixMilli(), observed).Slice()
 	if err != nil {
 		return leaseReply{}, err
 	}
@@ -91,7 +93,7 @@ func (e *Entity[T]) confirmLeases(ctx context.Context, items []item, taken time.
 // group. A Redis failure before the load returns errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
-	token := newToken()
+	tok := token.New()
 	deadline := time.NewTimer(e.p.WaitTimeout)
 	defer deadline.Stop()
 	var tick *time.Timer
@@ -100,13 +102,13 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		taken := time.Now()
-		r, err := e.lease(ctx, key, token, "")
+		r, err := e.lease(ctx, key, tok, "")
 		if err = e.redisResult(ctx, err); err != nil {
 			return zero, validAll, err
 		}
 		switch r.status {
 		case leaseAcquired:
-			it := item{id: id, key: key, ver: r.ver, token: token}
+			it := item{id: id, key: key, ver: r.ver, token: tok}
 			if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
 				break // lapsed: wait for whoever took it, or take it back
 			}

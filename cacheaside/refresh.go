@@ -3,6 +3,9 @@ package cacheaside
 import (
 	"context"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // refresh recomputes an entry whose header the caller saw, under the
@@ -13,13 +16,13 @@ import (
 // it loaded a new value (stored unless invalidated meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) (T, bool) {
 	var zero T
-	token := newToken()
+	tok := token.New()
 	taken := time.Now()
-	r, err := e.lease(ctx, key, token, observed)
+	r, err := e.lease(ctx, key, tok, observed)
 	if e.redisResult(ctx, err) != nil || r.status != leaseAcquired {
 		return zero, false
 	}
-	it := item{id: id, key: key, ver: r.ver, token: token}
+	it := item{id: id, key: key, ver: r.ver, token: tok}
 	if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
 		return zero, false
 	}
@@ -115,10 +118,11 @@ func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []st
 // leaseCall is the lease.lua call that takes the rebuild lease of it
 // (whose token it carries): for a miss when observed is "", else for a
 // refresh of the entry whose header was observed.
-func (e *Entity[T]) leaseCall(it item, observed string, now int64) scriptCall {
-	return scriptCall{
-		keys: []string{it.key, it.key + ":lock", it.key + ":ver"},
-		args: []any{it.token, e.lockPX, newToken(), e.verPX, now, observed},
+func (e *Entity[T]) leaseCall(it item, observed string, now int64) script.Call {
+	return script.Call{
+		Script: leaseScript,
+		Keys:   []string{it.key, it.key + ":lock", it.key + ":ver"},
+		Args:   []any{it.token, e.lockPX, token.New(), e.verPX, now, observed},
 	}
 }
 
@@ -130,22 +134,22 @@ func (e *Entity[T]) leaseCall(it item, observed string, now int64) scriptCall {
 // error).
 func (e *Entity[T]) takeLeases(ctx context.Context, items []item, observed []string) (got []item, replies []leaseReply, err error) {
 	now := time.Now().UnixMilli()
-	calls := make([]scriptCall, len(items))
+	calls := make([]script.Call, len(items))
 	for i := range items {
-		items[i].token = newToken()
+		items[i].token = token.New()
 		obs := ""
 		if observed != nil {
 			obs = observed[i]
 		}
 		calls[i] = e.leaseCall(items[i], obs, now)
 	}
-	err = runScripts(ctx, e.c.client, leaseScript, calls)
+	err = script.RunMany(ctx, e.c.client, calls)
 	replies = make([]leaseReply, len(items))
 	for i := range calls {
-		if calls[i].cmd == nil {
+		if calls[i].Cmd == nil {
 			continue
 		}
-		if res, cerr := calls[i].cmd.Slice(); cerr == nil {
+		if res, cerr := calls[i].Cmd.Slice(); cerr == nil {
 			replies[i], _ = parseLease(res)
 		}
 		if replies[i].status == leaseAcquired {
