@@ -15,7 +15,7 @@ import (
 )
 
 // stallAfterLease is a go-redis hook that holds up the first lease.lua
-// call (or pipeline of them) of its client once Redis has answered it: the
+// call (or pipeline of them) of its client once Redis has run it: the
 // caller holds the leases and stalls, as if starved of CPU, until release
 // is closed. stalled is closed when it stalls.
 type stallAfterLease struct {
@@ -54,8 +54,12 @@ func (s *stallAfterLease) stall(cmds ...redis.Cmder) {
 func (s *stallAfterLease) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *stallAfterLease) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		// go-redis sets cmd's error only once the hooks have returned: a
+		// NOSCRIPT answer (no lease taken, EVAL follows) shows here in err.
 		err := next(ctx, cmd)
-		s.stall(cmd)
+		if err == nil {
+			s.stall(cmd)
+		}
 		return err
 	}
 }
