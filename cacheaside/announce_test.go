@@ -1,9 +1,7 @@
 package cacheaside
 
 import (
-	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,40 +41,13 @@ func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int
 	wc.recheck = time.Hour // only the notification can wake the waiter
 	waiter := newEntity[user](t, wc, "hot", p)
 	name := string(make([]byte, size))
-	entered, gate := make(chan struct{}), make(chan struct{})
-	var loads atomic.Int64
-	load := func(ctx context.Context, id string) (user, error) {
-		loads.Add(1)
-		close(entered)
-		<-gate
-		return user{ID: id, Name: name}, nil
-	}
-	ctx := context.Background()
-	held := make(chan error, 1)
-	go func() {
-		_, err := holder.Get(ctx, "1", load)
-		held <- err
-	}()
-	<-entered
-	done := make(chan getResult, 1)
-	go func() {
-		u, err := waiter.Get(ctx, "1", load)
-		done <- getResult{u, err}
-	}()
+	g := startHeldLoad(t, holder, waiter, name)
 	waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 1 })
 	// The waiter re-checks once after subscribing: wait for that call too.
 	waitFor(t, 10*time.Second, func() bool { return rt.n.Load() >= 3 })
 	before := rt.n.Load()
-	close(gate)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	res := <-done
-	if res.err != nil || res.u.Name != name {
+	if res := g.finish(t); res.err != nil || res.u.Name != name {
 		t.Fatalf("waiter: %v, name of %d bytes", res.err, len(res.u.Name))
-	}
-	if loads.Load() != 1 {
-		t.Fatalf("loads = %d", loads.Load())
 	}
 	return rt.n.Load() - before
 }

@@ -108,12 +108,13 @@
 // slowed past LockTTL (a slow query, a GC pause, CPU starvation) keeps it.
 // A holder held up for LockTTL/3 or more between taking its leases and
 // calling the loader checks them first (one round trip) and does not load
-// the ids whose leases lapsed meanwhile: it waits for them as for ids
-// leased by others. Only a dead holder, a holder starved past LockTTL
-// while it loads, a loader that ignores its cancelled context, a lost
-// :lock key, or a failing Redis (the fail-open path loads without a lease)
-// can let a second load happen; each lapsed lease is counted
-// (Stats.LeasesLost) when its holder stores or gives up.
+// the ids whose leases lapsed meanwhile: a miss waits for them as for ids
+// leased by others, a refresh leaves them to whoever takes the lease.
+// Only a dead holder, a holder starved past LockTTL while it loads, a
+// loader that ignores its cancelled context, a lost :lock key, or a
+// failing Redis (the fail-open path loads without a lease) can let a
+// second load happen; each lapsed lease is counted (Stats.LeasesLost)
+// when its holder stores or gives up.
 //
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step
@@ -144,7 +145,7 @@
 //
 // Loader panics are recovered and returned to every waiter as an error
 // matching ErrPanic (with the panic value and stack); the lease is
-// released. A loader error with a stale value still within Policy.Grace
+// released, as it is when a loader calls runtime.Goexit. A loader error with a stale value still within Policy.Grace
 // serves the stale value. Failed invalidations are retried in the
 // background until they succeed or the Cache is closed.
 package cacheaside

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // GetMany returns the values of ids that exist, by id. Hits are read in one
@@ -125,11 +128,11 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 // versions first, then the load, then the version-checked stores.
 func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
 	now := time.Now().UnixMilli()
-	calls := make([]scriptCall, len(miss))
+	calls := make([]script.Call, len(miss))
 	for i, it := range miss {
-		calls[i] = scriptCall{keys: []string{it.key, it.key + ":ver"}, args: []any{newToken(), e.verPX, now}}
+		calls[i] = script.Call{Script: versionScript, Keys: []string{it.key, it.key + ":ver"}, Args: []any{token.New(), e.verPX, now}}
 	}
-	if err := e.redisResult(ctx, runScripts(ctx, e.c.client, versionScript, calls)); err != nil {
+	if err := e.redisResult(ctx, script.RunMany(ctx, e.c.client, calls)); err != nil {
 		if errors.Is(err, errFailOpen) {
 			return e.loadManyDirect(ctx, miss, load, out)
 		}
@@ -138,7 +141,7 @@ func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[s
 	// Entries stored by others since the MGET are used as they are.
 	var todo []item
 	for i, it := range miss {
-		res, _ := calls[i].cmd.Slice()
+		res, _ := calls[i].Cmd.Slice()
 		ver, entry, _ := parseVersion(res)
 		if entry != nil {
 			if v, err, ok := e.decodeFresh(ctx, it.key, entry); ok {
@@ -254,7 +257,7 @@ func (e *Entity[T]) invokeMany(ctx context.Context, ids []string, load func(cont
 // waiters), and those with nothing to store give theirs up in one more
 // pipeline.
 func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[string]T, d time.Duration) {
-	calls := make([]scriptCall, 0, len(items))
+	calls := make([]script.Call, 0, len(items))
 	var release []item // nothing to store
 	defer func() { e.releaseLeases(ctx, release) }()
 	for _, it := range items {
@@ -274,10 +277,10 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	e.note(wctx, runScripts(wctx, e.c.client, fillScript, calls))
+	e.note(wctx, script.RunMany(wctx, e.c.client, calls))
 	for i := range calls {
-		if n, err := calls[i].cmd.Int(); err == nil {
-			e.filled(calls[i].keys[0], n)
+		if n, err := calls[i].Cmd.Int(); err == nil {
+			e.filled(calls[i].Keys[0], n)
 		}
 	}
 }

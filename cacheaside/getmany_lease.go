@@ -112,9 +112,10 @@ func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[str
 }
 
 // loadLeasedMany loads items, whose leases this caller holds, in one call,
-// renewing the leases until the values are stored. A failed load (or a
-// loader that called runtime.Goexit) gives the leases up, which wakes
-// their waiters.
+// renewing the leases until the values are stored, and puts the values
+// found into out (nil for a refresh, which serves nobody). A failed load
+// (or a loader that called runtime.Goexit) gives the leases up, which
+// wakes their waiters.
 func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load func(context.Context, []string) (map[string]T, error), out map[string]T) error {
 	defer e.keepLeases(ctx, items)()
 	returned := false
@@ -126,6 +127,9 @@ func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load func(
 		return err
 	}
 	e.storeMany(ctx, items, found, d)
+	if out == nil {
+		return nil
+	}
 	for _, it := range items {
 		if v, ok := found[it.id]; ok {
 			out[it.id] = v

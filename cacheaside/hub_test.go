@@ -51,41 +51,63 @@ func TestMutex_resubscribeWakesWaiter(t *testing.T) {
 	wc.recheck = time.Hour
 	waiter := newEntity[user](t, wc, "hot", p)
 
-	entered, gate := make(chan struct{}), make(chan struct{})
-	load := func(ctx context.Context, id string) (user, error) {
-		close(entered)
-		<-gate
-		return user{ID: id, Name: "v"}, nil
+	g := startHeldLoad(t, holder, waiter, "v")
+	// The waiter's lease call, then its re-check once subscribed.
+	waitFor(t, time.Minute, func() bool { return waiter.Stats().LockWaits == 1 && calls.n.Load() == 2 })
+
+	if n, err := client.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Result(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want the waiter's subscription", n, err)
 	}
+	waitFor(t, 30*time.Second, func() bool { return calls.n.Load() >= 3 })
+
+	if res := g.finish(t); res.err != nil || res.u.Name != "v" {
+		t.Fatalf("waiter: %+v, %v", res.u, res.err)
+	}
+}
+
+// heldLoad is a Mutex rebuild of id "1" held open: the holder's loader has
+// begun and waits for finish, and a waiter, started after it, is on its
+// way to wait for the holder's value.
+type heldLoad struct {
+	gate chan struct{}  // closed by finish: the holder's loader returns
+	held chan error     // the holder's Get error
+	done chan getResult // the waiter's Get result
+}
+
+// startHeldLoad starts holder.Get of id "1", whose loader returns a user
+// named name once finish is called, and, once that loader has begun,
+// waiter.Get of the same id, whose loader fails the test.
+func startHeldLoad(t *testing.T, holder, waiter *Entity[user], name string) *heldLoad {
+	t.Helper()
+	g := &heldLoad{gate: make(chan struct{}), held: make(chan error, 1), done: make(chan getResult, 1)}
+	entered := make(chan struct{})
 	ctx := context.Background()
-	held := make(chan error, 1)
 	go func() {
-		_, err := holder.Get(ctx, "1", load)
-		held <- err
+		_, err := holder.Get(ctx, "1", func(ctx context.Context, id string) (user, error) {
+			close(entered)
+			<-g.gate
+			return user{ID: id, Name: name}, nil
+		})
+		g.held <- err
 	}()
 	<-entered
-	done := make(chan getResult, 1)
 	go func() {
 		u, err := waiter.Get(ctx, "1", func(context.Context, string) (user, error) {
 			t.Error("the waiter loaded")
 			return user{}, nil
 		})
-		done <- getResult{u, err}
+		g.done <- getResult{u, err}
 	}()
-	// The waiter's lease call, then its re-check once subscribed.
-	waitFor(t, time.Minute, func() bool { return waiter.Stats().LockWaits == 1 && calls.n.Load() == 2 })
+	return g
+}
 
-	if n, err := client.ClientKillByFilter(ctx, "TYPE", "pubsub").Result(); err != nil || n != 1 {
-		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want the waiter's subscription", n, err)
-	}
-	waitFor(t, 30*time.Second, func() bool { return calls.n.Load() >= 3 })
-
-	close(gate)
-	if err := <-held; err != nil {
+// finish lets the holder's loader return, fails the test if the holder's
+// Get failed, and returns the waiter's result.
+func (g *heldLoad) finish(t *testing.T) getResult {
+	t.Helper()
+	close(g.gate)
+	if err := <-g.held; err != nil {
 		t.Fatal(err)
 	}
-	res := <-done
-	if res.err != nil || res.u.Name != "v" {
-		t.Fatalf("waiter: %+v, %v", res.u, res.err)
-	}
+	return <-g.done
 }

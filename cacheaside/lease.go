@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Lease statuses returned by lease.lua.
@@ -24,11 +26,11 @@ type leaseReply struct {
 	entry  []byte // nil when there is none
 }
 
-// lease runs lease.lua. observed is "" (miss mode) or the entry header the
-// caller saw (refresh mode).
-func (e *Entity[T]) lease(ctx context.Context, key, token, observed string) (leaseReply, error) {
+// lease runs lease.lua for the lease token tok. observed is "" (miss
+// mode) or the entry header the caller saw (refresh mode).
+func (e *Entity[T]) lease(ctx context.Context, key, tok, observed string) (leaseReply, error) {
 	res, err := leaseScript.Run(ctx, e.c.client, []string{key, key + ":lock", key + ":ver"},
-		token, e.lockPX, newToken(), e.verPX, time.Now().UnixMilli(), observed).Slice()
+		tok, e.lockPX, token.New(), e.verPX, time.Now().UnixMilli(), observed).Slice()
 	if err != nil {
 		return leaseReply{}, err
 	}
@@ -91,7 +93,7 @@ func (e *Entity[T]) confirmLeases(ctx context.Context, items []item, taken time.
 // group. A Redis failure before the load returns errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
-	token := newToken()
+	tok := token.New()
 	deadline := time.NewTimer(e.p.WaitTimeout)
 	defer deadline.Stop()
 	var tick *time.Timer
@@ -100,22 +102,17 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 	for {
 		mark() // callers that joined so far are covered by what this lease call reads
 		taken := time.Now()
-		r, err := e.lease(ctx, key, token, "")
+		r, err := e.lease(ctx, key, tok, "")
 		if err = e.redisResult(ctx, err); err != nil {
 			return zero, validAll, err
 		}
 		switch r.status {
 		case leaseAcquired:
-			it := item{id: id, key: key, ver: r.ver, token: token}
+			it := item{id: id, key: key, ver: r.ver, token: tok}
 			if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
 				break // lapsed: wait for whoever took it, or take it back
 			}
-			defer e.keepLeases(ctx, []item{it})()
-			returned := false
-			defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
-			v, d, err := e.invoke(ctx, id, load)
-			returned = true
-			return e.finish(ctx, it, v, d, err, st, mark)
+			return e.loadLeased(ctx, it, load, st, mark)
 		case leaseNoop:
 			if v, err, ok := e.decodeFresh(ctx, key, r.entry); ok {
 				return v, validMarked, err
@@ -159,4 +156,16 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))
 	}
+}
+
+// loadLeased loads it, whose lease this caller holds, renewing the lease
+// until the result is stored (see finish). A failed load, or a loader that
+// calls runtime.Goexit, gives the lease up, which wakes its waiters.
+func (e *Entity[T]) loadLeased(ctx context.Context, it item, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
+	defer e.keepLeases(ctx, []item{it})()
+	returned := false
+	defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
+	v, d, err := e.invoke(ctx, it.id, load)
+	returned = true
+	return e.finish(ctx, it, v, d, err, st, mark)
 }

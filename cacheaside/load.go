@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // callLoader calls load and turns a panic into a *PanicError. Recovering
@@ -110,7 +113,7 @@ func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(
 
 // readVersion runs version.lua for one key.
 func (e *Entity[T]) readVersion(ctx context.Context, key string) (ver string, entry []byte, err error) {
-	res, err := versionScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, time.Now().UnixMilli()).Slice()
+	res, err := versionScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, time.Now().UnixMilli()).Slice()
 	if err != nil {
 		return "", nil, err
 	}
@@ -187,7 +190,7 @@ func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
 	call := e.fillCall(it, entry, px)
-	n, err := fillScript.Run(wctx, e.c.client, call.keys, call.args...).Int()
+	n, err := call.Script.Run(wctx, e.c.client, call.Keys, call.Args...).Int()
 	if e.redisResult(wctx, err) != nil {
 		return validLeader
 	}
@@ -236,7 +239,7 @@ const maxAnnounced = 4 << 10
 // it: version-checked, releasing its lease and waking the waiters when it
 // holds one (with the entry itself when it is small). Its first key is
 // it.key; pass its reply to filled.
-func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
+func (e *Entity[T]) fillCall(it item, entry []byte, px int64) script.Call {
 	channel, announce := "", "0"
 	if it.token != "" {
 		channel = e.c.channel
@@ -244,9 +247,10 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
 			announce = "1"
 		}
 	}
-	return scriptCall{
-		keys: []string{it.key, it.key + ":ver", it.key + ":lock"},
-		args: []any{it.ver, entry, px, e.verPX, it.token, channel, announce},
+	return script.Call{
+		Script: fillScript,
+		Keys:   []string{it.key, it.key + ":ver", it.key + ":lock"},
+		Args:   []any{it.ver, entry, px, e.verPX, it.token, channel, announce},
 	}
 }
 
@@ -254,10 +258,10 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64) scriptCall {
 // skipped) in one round trip and wakes their waiters. A lease that was no
 // longer this caller's is counted lost.
 func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
-	calls := make([]scriptCall, 0, len(items))
+	calls := make([]script.Call, 0, len(items))
 	for _, it := range items {
 		if it.token != "" {
-			calls = append(calls, scriptCall{keys: []string{it.key + ":lock"}, args: []any{it.token, e.c.channel, it.key}})
+			calls = append(calls, script.Call{Script: releaseScript, Keys: []string{it.key + ":lock"}, Args: []any{it.token, e.c.channel, it.key}})
 		}
 	}
 	if len(calls) == 0 {
@@ -265,13 +269,13 @@ func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	e.note(wctx, runScripts(wctx, e.c.client, releaseScript, calls))
+	e.note(wctx, script.RunMany(wctx, e.c.client, calls))
 	for i := range calls {
-		if calls[i].cmd == nil {
+		if calls[i].Cmd == nil {
 			continue
 		}
-		if n, err := calls[i].cmd.Int(); err == nil && n == 0 {
-			e.leaseLost(calls[i].args[2].(string))
+		if n, err := calls[i].Cmd.Int(); err == nil && n == 0 {
+			e.leaseLost(calls[i].Args[2].(string))
 		}
 	}
 }

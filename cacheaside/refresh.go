@@ -2,28 +2,36 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // refresh recomputes an entry whose header the caller saw, under the
-// lease; it does nothing if another caller holds the lease or the entry
-// changed. It reports whether it stored a new value.
+// lease, by the rules of a miss (see leased): it does nothing if another
+// caller holds the lease or the entry changed, nor if the lease lapsed
+// before the load began (see confirmLeases: whoever took it refreshes); a
+// loader that calls runtime.Goexit gives the lease up. It reports whether
+// it loaded a new value (stored unless invalidated meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) (T, bool) {
 	var zero T
-	token := newToken()
-	r, err := e.lease(ctx, key, token, observed)
+	tok := token.New()
+	taken := time.Now()
+	r, err := e.lease(ctx, key, tok, observed)
 	if e.redisResult(ctx, err) != nil || r.status != leaseAcquired {
 		return zero, false
 	}
-	it := item{id: id, key: key, ver: r.ver, token: token}
-	defer e.keepLeases(ctx, []item{it})()
-	v, d, err := e.invoke(ctx, id, load)
-	if err == nil {
-		e.ctr.inc(EventRefresh)
+	it := item{id: id, key: key, ver: r.ver, token: tok}
+	if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
+		return zero, false
 	}
-	_, _, _ = e.finish(ctx, it, v, d, err, nil, noMark)
-	return v, err == nil
+	v, _, err := e.loadLeased(ctx, it, load, nil, noMark)
+	if err != nil {
+		return zero, false
+	}
+	e.ctr.inc(EventRefresh)
+	return v, true
 }
 
 // refreshAsync starts a background refresh of id unless one runs in this
@@ -87,30 +95,34 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed
 	}
 }
 
+// refreshMany is the batch form of refresh: it takes the leases of items
+// it can, drops those that lapsed before the load began (see
+// confirmLeases) and loads the others in one call (see loadLeasedMany).
 func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, items, observed)
 	if err != nil || len(got) == 0 {
 		return
 	}
-	defer e.keepLeases(ctx, got)()
-	found, d, err := e.invokeMany(ctx, ids(got), load)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		e.releaseLeases(ctx, got)
+	if got, _ = e.confirmLeases(ctx, got, taken); len(got) == 0 {
+		return
+	}
+	if e.loadLeasedMany(ctx, got, load, nil) != nil {
 		return
 	}
 	for range got {
 		e.ctr.inc(EventRefresh)
 	}
-	e.storeMany(ctx, got, found, d)
 }
 
 // leaseCall is the lease.lua call that takes the rebuild lease of it
 // (whose token it carries): for a miss when observed is "", else for a
 // refresh of the entry whose header was observed.
-func (e *Entity[T]) leaseCall(it item, observed string, now int64) scriptCall {
-	return scriptCall{
-		keys: []string{it.key, it.key + ":lock", it.key + ":ver"},
-		args: []any{it.token, e.lockPX, newToken(), e.verPX, now, observed},
+func (e *Entity[T]) leaseCall(it item, observed string, now int64) script.Call {
+	return script.Call{
+		Script: leaseScript,
+		Keys:   []string{it.key, it.key + ":lock", it.key + ":ver"},
+		Args:   []any{it.token, e.lockPX, token.New(), e.verPX, now, observed},
 	}
 }
 
@@ -122,22 +134,22 @@ func (e *Entity[T]) leaseCall(it item, observed string, now int64) scriptCall {
 // error).
 func (e *Entity[T]) takeLeases(ctx context.Context, items []item, observed []string) (got []item, replies []leaseReply, err error) {
 	now := time.Now().UnixMilli()
-	calls := make([]scriptCall, len(items))
+	calls := make([]script.Call, len(items))
 	for i := range items {
-		items[i].token = newToken()
+		items[i].token = token.New()
 		obs := ""
 		if observed != nil {
 			obs = observed[i]
 		}
 		calls[i] = e.leaseCall(items[i], obs, now)
 	}
-	err = runScripts(ctx, e.c.client, leaseScript, calls)
+	err = script.RunMany(ctx, e.c.client, calls)
 	replies = make([]leaseReply, len(items))
 	for i := range calls {
-		if calls[i].cmd == nil {
+		if calls[i].Cmd == nil {
 			continue
 		}
-		if res, cerr := calls[i].cmd.Slice(); cerr == nil {
+		if res, cerr := calls[i].Cmd.Slice(); cerr == nil {
 			replies[i], _ = parseLease(res)
 		}
 		if replies[i].status == leaseAcquired {

@@ -71,7 +71,8 @@ const (
 	// no longer its own: it lapsed (the caller was held up past LockTTL
 	// between renewals: CPU starvation, a GC pause) or was deleted. Counted
 	// once per lease, by the last check before the load (the id is then
-	// not loaded: the caller waits for it as for an id leased by another)
+	// not loaded: a miss waits for it as for an id leased by another, a
+	// refresh leaves it)
 	// or when the load's result is stored or given up. Every load of an id
 	// beyond the first is explained by one of these; a lease found lost
 	// before the load, or that lapsed with nobody taking it, costs none.

@@ -3,6 +3,8 @@ package cacheaside
 import (
 	"context"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 // keepLeases renews the rebuild leases of items to a full LockTTL every
@@ -69,16 +71,16 @@ func (e *Entity[T]) renewLeases(ctx context.Context, items []item) bool {
 func (e *Entity[T]) extendLeases(ctx context.Context, items []item) (held []bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, e.c.writeTimeout)
 	defer cancel()
-	calls := make([]scriptCall, len(items))
+	calls := make([]script.Call, len(items))
 	for i, it := range items {
-		calls[i] = scriptCall{keys: []string{it.key + ":lock"}, args: []any{it.token, e.lockPX}}
+		calls[i] = script.Call{Script: extendScript, Keys: []string{it.key + ":lock"}, Args: []any{it.token, e.lockPX}}
 	}
-	if err := e.redisResult(wctx, runScripts(wctx, e.c.client, extendScript, calls)); err != nil {
+	if err := e.redisResult(wctx, script.RunMany(wctx, e.c.client, calls)); err != nil {
 		return nil, err
 	}
 	held = make([]bool, len(calls))
 	for i := range calls {
-		n, _ := calls[i].cmd.Int()
+		n, _ := calls[i].Cmd.Int()
 		held[i] = n == 1
 	}
 	return held, nil

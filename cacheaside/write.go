@@ -3,6 +3,9 @@ package cacheaside
 import (
 	"context"
 	"fmt"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Set stores v as id's value (with a jittered TTL) and replaces id's
@@ -21,7 +24,7 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	}
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	if e.c.br.allow() {
-		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, newToken(), e.verPX, entry, px).Err()
+		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, entry, px).Err()
 		if e.redisResult(ctx, err) == nil {
 			return nil
 		}
@@ -75,18 +78,18 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 // invalidate runs write.lua in delete mode for every pending entry in one
 // pipeline and returns the entries that failed.
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
-	calls := make([]scriptCall, len(todo))
+	calls := make([]script.Call, len(todo))
 	for i, p := range todo {
-		calls[i] = scriptCall{keys: []string{p.key, p.key + ":ver"}, args: []any{newToken(), p.verPX, "", 0}}
+		calls[i] = script.Call{Script: writeScript, Keys: []string{p.key, p.key + ":ver"}, Args: []any{token.New(), p.verPX, "", 0}}
 	}
-	err := runScripts(ctx, c.client, writeScript, calls)
+	err := script.RunMany(ctx, c.client, calls)
 	if err == nil {
 		c.br.success()
 		return nil, nil
 	}
 	var failed []pending
 	for i := range calls {
-		if calls[i].cmd == nil || calls[i].cmd.Err() != nil {
+		if calls[i].Cmd == nil || calls[i].Cmd.Err() != nil {
 			failed = append(failed, todo[i])
 		}
 	}
