@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Lock is a held lock, from a Locker (one Redis) or a Redlock (a quorum of
@@ -45,9 +43,6 @@ func (l *Lock) init(name, token string, fence int64, ttl time.Duration, h holder
 	l.name, l.token, l.fence, l.h = name, token, fence, h
 	l.ttl.Store(int64(ttl))
 }
-
-// newToken returns 128 random bits, URL-safe base64 encoded (22 bytes).
-func newToken() string { return token.New() }
 
 // Key returns the lock's name, as given to Obtain.
 func (l *Lock) Key() string { return l.name }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asidekit/asidekit/internal/fanout"
 	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Locker obtains locks on one Redis deployment: a standalone server, a
@@ -223,17 +224,17 @@ type single struct {
 }
 
 func newSingle(l *Locker, name string, k lockKeys, ttl time.Duration) *single {
-	token := newToken()
+	tok := token.New()
 	s := &single{
 		l:     l,
 		msg:   k.msg,
 		keys:  [3]string{k.lock, k.fence, k.wait},
 		rkeys: [2]string{k.lock, k.wait},
 	}
-	var tokenArg any = token
+	var tokenArg any = tok
 	s.oargs = [3]any{tokenArg, ttl.Milliseconds(), l.markArg}
 	s.rargs = [3]any{tokenArg, l.channelArg, k.msg}
-	s.lk.init(name, token, 0, ttl, s)
+	s.lk.init(name, tok, 0, ttl, s)
 	return s
 }
 

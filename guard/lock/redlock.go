@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Redlock obtains locks on N independent Redis nodes (not replicas of one
@@ -69,12 +70,12 @@ func (r *Redlock) TryObtain(ctx context.Context, name string, ttl time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	token := newToken()
-	fence, err := r.round(ctx, k, token, ttl)
+	tok := token.New()
+	fence, err := r.round(ctx, k, tok, ttl)
 	if err != nil {
 		return nil, r.failed(ctx, name, err)
 	}
-	return r.obtained(name, token, fence, ttl, k), nil
+	return r.obtained(name, tok, fence, ttl, k), nil
 }
 
 // Obtain runs rounds until the lock is obtained, ctx ends or the wait
@@ -86,7 +87,7 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 	if err != nil {
 		return nil, err
 	}
-	token := newToken()
+	tok := token.New()
 	var boundC <-chan time.Time
 	if bound := opts.waitBound(ttl); bound > 0 {
 		bt := time.NewTimer(bound)
@@ -96,9 +97,9 @@ func (r *Redlock) Obtain(ctx context.Context, name string, ttl time.Duration, op
 	retry := backoff.New(r.opts.MinBackoff, r.opts.MaxBackoff)
 	var timer *time.Timer
 	for waited := false; ; waited = true {
-		fence, err := r.round(ctx, k, token, ttl)
+		fence, err := r.round(ctx, k, tok, ttl)
 		if err == nil {
-			return r.obtained(name, token, fence, ttl, k), nil
+			return r.obtained(name, tok, fence, ttl, k), nil
 		}
 		if !errors.Is(err, errHeld) {
 			return nil, r.failed(ctx, name, err)
