@@ -128,7 +128,7 @@ func QuickParams() Params {
 		Breakdown: BreakdownParams{Load: Load{Instances: 2, Goroutines: 16}, TTL: time.Second, Duration: 2500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
 		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 3, Goroutines: 2}, Keys: 10, Writes: 100,
-			WriteEvery: 10 * time.Millisecond, LocalTTL: 2 * time.Second},
+			WriteEvery: 10 * time.Millisecond, ReadEvery: DefaultReadEvery, LocalTTL: 2 * time.Second},
 	}
 }
 
@@ -158,7 +158,7 @@ func DefaultParams() Params {
 		Breakdown: BreakdownParams{Load: l, TTL: 2 * time.Second, Duration: 10500 * time.Millisecond, LoadDelay: 50 * time.Millisecond},
 		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},
 		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 4, Goroutines: 4}, Keys: 20, Writes: 500,
-			WriteEvery: 10 * time.Millisecond, LocalTTL: 5 * time.Second},
+			WriteEvery: 10 * time.Millisecond, ReadEvery: DefaultReadEvery, LocalTTL: 5 * time.Second},
 	}
 }
 

@@ -1,10 +1,9 @@
 package benchmarks
 
 import (
-	"cmp"
 	"context"
-	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,11 +22,18 @@ const (
 )
 
 // staleDrive runs readers over hot keys while one writer changes them, and
-// records every read and write: the common part of local_invalidation and
-// outside_write.
+// measures online, per write, when each reader process first served it:
+// the common part of local_invalidation and outside_write. It keeps
+// O(writes × processes) records plus the stale reads, never every read (a
+// default local_invalidation run made tens of millions of reads, and
+// keeping them all cost gigabytes of heap and the GC work that came with
+// it, inside the very latencies being measured).
 type staleDrive struct {
 	procs, goroutines, keys, writes int
-	writeEvery, readEvery           time.Duration
+	writeEvery                      time.Duration
+	// readEvery is each reader goroutine's pause after a sweep of the
+	// keys (DefaultReadEvery if not positive).
+	readEvery time.Duration
 	// tail is the longest wait after the last write for every process to
 	// serve the last version of every key; the run ends as soon as they
 	// all have.
@@ -38,20 +44,77 @@ type staleDrive struct {
 	write func(ctx context.Context, w, k int) (int64, error)
 }
 
-// readRec is one read: its key, version and when it began and ended (ns
-// since the run's start).
-type readRec struct {
-	key        int
-	ver        int64
-	begin, end int64
-	proc       int
+// DefaultReadEvery is LocalInvalidationParams.ReadEvery's default.
+const DefaultReadEvery = time.Millisecond
+
+// readSpan is when a read began and ended, in ns since the run's start; end
+// 0 is no read.
+type readSpan struct{ begin, end int64 }
+
+// writeRec is one write: the version it made, when it returned, and per
+// process the read that served it first (see keyLog.read).
+type writeRec struct {
+	ver   int64
+	done  int64
+	first []readSpan
 }
 
-// writeRec is one write: the version it made and when it returned.
-type writeRec struct {
-	key  int
-	ver  int64
-	done int64
+// keyLog is what a staleDrive knows of one key: its writes in the order
+// they returned (so in order of version too), and who served them.
+type keyLog struct {
+	mu     sync.Mutex
+	writes []writeRec
+}
+
+// wrote records a write of version ver that just returned, to be served
+// by procs processes. Its time is taken under the lock, so that a read
+// begun later finds the write once it ends (see read).
+func (l *keyLog) wrote(ver int64, procs int, since func() int64, pending *atomic.Int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes = append(l.writes, writeRec{ver: ver, done: since(), first: make([]readSpan, procs)})
+	pending.Add(int64(procs))
+}
+
+// read records a read of process proc, begun at r.begin and ended at
+// r.end, that returned version ver. Every write it serves (returned before
+// the read began, of a version ver or older) gets it as its first read in
+// proc unless a read begun earlier served it already; pending counts down
+// the (write, process) pairs served for the first time. It returns the
+// read's age if the read was stale (a write of a newer version had
+// returned before it began): from the return of the first such write to
+// the read's beginning; -1 otherwise.
+//
+// The writes a read serves are a prefix of l.writes, and a write's first
+// reads began no earlier than those of the writes before it (whatever
+// serves a write serves every earlier one), so the walk back from the
+// newest served write stops at the first write served no later than
+// r.begin: usually after one step.
+func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ws := l.writes
+	n := len(ws) // writes returned before the read began: ws[:n]
+	for n > 0 && ws[n-1].done >= r.begin {
+		n--
+	}
+	// ws[:m] are also of version ver or older.
+	m := sort.Search(n, func(i int) bool { return ws[i].ver > ver })
+	age = -1
+	if m < n {
+		age = r.begin - ws[m].done
+	}
+	for i := m - 1; i >= 0; i-- {
+		f := &ws[i].first[proc]
+		if f.end != 0 && f.begin <= r.begin {
+			break
+		}
+		if f.end == 0 {
+			pending.Add(-1)
+		}
+		*f = r
+	}
+	return age
 }
 
 // staleStats is what a staleDrive measured.
@@ -73,7 +136,7 @@ func (p LocalInvalidationParams) drive(def time.Duration, read func(ctx context.
 	write func(ctx context.Context, w, k int) (int64, error)) staleDrive {
 	return staleDrive{
 		procs: p.Instances, goroutines: p.Goroutines, keys: p.Keys,
-		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.ReadEvery,
+		writes: p.Writes, writeEvery: p.WriteEvery, readEvery: p.readEvery(),
 		tail: p.tailOr(def),
 		read: func(ctx context.Context, proc, k int) (int64, error) {
 			got, err := read(ctx, proc, k)
@@ -86,52 +149,65 @@ func (p LocalInvalidationParams) drive(def time.Duration, read func(ctx context.
 	}
 }
 
+// readEvery is p.ReadEvery, or DefaultReadEvery when it is not positive.
+func (p LocalInvalidationParams) readEvery() time.Duration {
+	if p.ReadEvery > 0 {
+		return p.ReadEvery
+	}
+	return DefaultReadEvery
+}
+
 func (d staleDrive) run(ctx context.Context) staleStats {
 	d.procs, d.goroutines, d.keys = max(d.procs, 1), max(d.goroutines, 1), max(d.keys, 1)
+	if d.readEvery <= 0 {
+		d.readEvery = DefaultReadEvery
+	}
 	start := time.Now()
 	since := func() int64 { return int64(time.Since(start)) }
-	// seen[proc*keys+k] is the newest version of k that proc served in a
-	// read begun after the last write returned (lastDone).
-	seen := make([]atomic.Int64, d.procs*d.keys)
-	var lastDone atomic.Int64
-	lastDone.Store(1<<63 - 1)
+	logs := make([]keyLog, d.keys)
+	var pending atomic.Int64 // (write, process) pairs not yet served
 	stop := make(chan struct{})
 	var errs atomic.Int64
-	recs := make([][]readRec, d.procs*d.goroutines)
+	// Each reader goroutine's count of reads, and the ages of its stale
+	// reads (see keyLog.read).
+	reads := make([]int, d.procs*d.goroutines)
+	ages := make([][]int64, d.procs*d.goroutines)
 	var wg sync.WaitGroup
-	for i := range recs {
+	for i := range reads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			proc := i / d.goroutines
-			for n := i; ; n++ {
+			// A sweep reads every key once, from key i on (the
+			// goroutines of a process read different keys at a time),
+			// then pauses: every key is read by every process at least
+			// once per sweep and pause.
+			pause := time.NewTimer(0)
+			defer pause.Stop()
+			for {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-pause.C:
 				}
-				k := n % d.keys
-				b := since()
-				ver, err := d.read(ctx, proc, k)
-				if err != nil {
-					errs.Add(1)
-					continue
+				for j := range d.keys {
+					k := (i + j) % d.keys
+					b := since()
+					ver, err := d.read(ctx, proc, k)
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					reads[i]++
+					if age := logs[k].read(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
+						ages[i] = append(ages[i], age)
+					}
 				}
-				recs[i] = append(recs[i], readRec{key: k, ver: ver, begin: b, end: since(), proc: proc})
-				if b > lastDone.Load() {
-					storeMax(&seen[proc*d.keys+k], ver)
-				}
-				if d.readEvery > 0 {
-					time.Sleep(d.readEvery)
-				} else {
-					runtime.Gosched() // spinning readers must not starve the invalidation goroutines
-				}
+				pause.Reset(d.readEvery)
 			}
 		}()
 	}
 
-	writes := make([]writeRec, 0, d.writes)
-	last := make([]int64, d.keys)
 	tick := time.NewTicker(d.writeEvery)
 	for w := 0; w < d.writes && ctx.Err() == nil; w++ {
 		<-tick.C
@@ -140,95 +216,54 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 		if err != nil {
 			errs.Add(1)
 		}
-		writes = append(writes, writeRec{key: k, ver: ver, done: since()})
-		last[k] = max(last[k], ver)
+		logs[k].wrote(ver, d.procs, since, &pending)
 	}
 	tick.Stop()
-	lastDone.Store(since())
-	// The run ends when every process served every key's last version (a
-	// read begun after the last write), or after the tail.
+	// The run ends when every process served every write (a read of the
+	// key begun after it returned the new version or a newer one), or
+	// after the tail.
 	deadline := time.Now().Add(d.tail)
-	for time.Now().Before(deadline) && ctx.Err() == nil && !allSeen(seen, last, d.keys) {
+	for time.Now().Before(deadline) && ctx.Err() == nil && pending.Load() > 0 {
 		time.Sleep(2 * time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
-	st := analyseStale(recs, writes, d.procs, since())
+	st := analyseStale(logs, ages, since())
+	for _, n := range reads {
+		st.requests += n
+	}
 	st.errors = errs.Load()
 	return st
 }
 
-func storeMax(a *atomic.Int64, v int64) {
-	for {
-		old := a.Load()
-		if v <= old || a.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
-func allSeen(seen []atomic.Int64, last []int64, keys int) bool {
-	for i := range seen {
-		if seen[i].Load() < last[i%keys] {
-			return false
-		}
-	}
-	return true
-}
-
-// analyseStale computes staleStats from the records (all but errors).
-func analyseStale(recs [][]readRec, writes []writeRec, procs int, end int64) staleStats {
+// analyseStale computes the delays and stale counts from the key logs and
+// the stale reads' ages; end is the run's end.
+func analyseStale(logs []keyLog, ages [][]int64, end int64) staleStats {
 	var st staleStats
-	byKey := map[int][]readRec{}
-	for _, rs := range recs {
-		for _, r := range rs {
-			byKey[r.key] = append(byKey[r.key], r)
-		}
-		st.requests += len(rs)
-	}
-	for _, rs := range byKey {
-		slices.SortFunc(rs, func(a, b readRec) int { return cmp.Compare(a.begin, b.begin) })
-	}
-	for _, w := range writes {
-		rs := byKey[w.key]
-		i, _ := slices.BinarySearchFunc(rs, w.done, func(r readRec, t int64) int { return cmp.Compare(r.begin, t) })
-		first := make([]int64, procs) // end of each process's first fresh read
-		seen := 0
-		for ; i < len(rs) && seen < procs; i++ {
-			if r := rs[i]; r.ver >= w.ver && first[r.proc] == 0 {
-				first[r.proc] = r.end
-				seen++
+	for i := range logs {
+		for _, w := range logs[i].writes {
+			last := int64(0)
+			for _, f := range w.first {
+				if f.end == 0 {
+					last = -1
+					break
+				}
+				last = max(last, f.end)
 			}
+			if last < 0 {
+				st.unseen++
+				last = end
+			}
+			st.delays = append(st.delays, time.Duration(last-w.done))
 		}
-		if seen < procs {
-			st.unseen++
-			st.delays = append(st.delays, time.Duration(end-w.done))
-			continue
-		}
-		st.delays = append(st.delays, time.Duration(slices.Max(first)-w.done))
 	}
 	slices.Sort(st.delays)
 	window := int64(quantile(st.delays, 1) + 10*time.Millisecond)
-	wk := map[int][]writeRec{} // by key, in order of return
-	for _, w := range writes {
-		wk[w.key] = append(wk[w.key], w)
-	}
-	// newest is the version of the last write of ws that returned before t.
-	newest := func(ws []writeRec, t int64) int64 {
-		j, _ := slices.BinarySearchFunc(ws, t, func(w writeRec, t int64) int { return cmp.Compare(w.done, t) })
-		if j == 0 {
-			return 0
-		}
-		return ws[j-1].ver
-	}
-	for k, rs := range byKey {
-		ws := wk[k]
-		for _, r := range rs {
-			if r.ver < newest(ws, r.begin) {
-				st.stale++
-				if r.ver < newest(ws, r.begin-window) {
-					st.after++
-				}
+	for _, as := range ages {
+		st.stale += len(as)
+		for _, a := range as {
+			if a > window {
+				st.after++
 			}
 		}
 	}

@@ -90,11 +90,20 @@ func (e *Entity[T]) Stats() Stats { return e.ctr.snapshot() }
 func (e *Entity[T]) Key(id string) (string, error) { return e.key(id) }
 
 func (e *Entity[T]) key(id string) (string, error) {
+	esc, err := escapeID(id)
+	if err != nil {
+		return "", err
+	}
+	return e.prefix + esc + "}", nil
+}
+
+// escapeID is id as it appears in keys.
+func escapeID(id string) (string, error) {
 	esc, err := keys.Escape(id)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidID, err)
 	}
-	return e.prefix + esc + "}", nil
+	return esc, nil
 }
 
 var errNilLoader = errors.New("cacheaside: nil loader")
@@ -121,7 +130,7 @@ type stale[T any] struct {
 // this process share such loads by group commit (a Get never takes the
 // result of a load that began before it). Every wait honours ctx.
 func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Context, id string) (T, error)) (T, error) {
-	key, err := e.key(id)
+	esc, err := escapeID(id)
 	if err != nil {
 		var zero T
 		return zero, err
@@ -130,9 +139,10 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 		var zero T
 		return zero, errNilLoader
 	}
-	if v, ok, err := e.local.get(key); ok { // near cache: a local answer
+	if v, ok, err := e.local.get(esc); ok { // near cache: a local answer, no key built
 		return v, err
 	}
+	key := e.prefix + esc + "}"
 	for attempt := 0; ; attempt++ {
 		// A caller that joined a shared load too late to be covered by its
 		// validation starts over; the last attempt loads on its own.

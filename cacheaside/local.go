@@ -76,8 +76,9 @@ type localTier[T any] struct {
 	p     LocalPolicy
 	feed  *near
 	ctr   *counters
-	store *otter.Cache[string, localEntry[T]]
+	store *otter.Cache[string, localEntry[T]] // by escaped id: see id
 	seed  maphash.Seed
+	skip  int // length of the entity's key prefix, "<ns>:{<name>:"
 
 	stripes [localStripes]struct {
 		mu  sync.Mutex    // serializes fills and drops of the stripe's keys
@@ -106,7 +107,7 @@ func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*
 		return nil, nil
 	}
 	lp := *p // defaults filled in by Policy.withDefaults
-	l := &localTier[T]{p: lp, ctr: ctr, seed: maphash.MakeSeed()}
+	l := &localTier[T]{p: lp, ctr: ctr, seed: maphash.MakeSeed(), skip: len(c.ns) + len(":{") + len(esc) + len(":")}
 	var err error
 	l.store, err = otter.New(&otter.Options[string, localEntry[T]]{
 		MaximumSize: lp.MaxEntries,
@@ -129,13 +130,24 @@ func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*
 	return l, nil
 }
 
-// get serves key from the tier: ok reports a local answer, err is
-// ErrNotFound for a local "not found".
-func (l *localTier[T]) get(key string) (v T, ok bool, err error) {
+// id is what the tier keeps the entry key of its entity under: the
+// escaped id, a substring of key. So a hit needs no key built (Get looks
+// up the escaped id before it makes the Redis key, which allocated on
+// every local hit).
+func (l *localTier[T]) id(key string) string {
+	if len(key) <= l.skip {
+		return key
+	}
+	return key[l.skip : len(key)-1]
+}
+
+// get serves the entry of escaped id esc from the tier: ok reports a
+// local answer, err is ErrNotFound for a local "not found".
+func (l *localTier[T]) get(esc string) (v T, ok bool, err error) {
 	if l == nil {
 		return v, false, nil
 	}
-	e, found := l.store.GetIfPresent(key)
+	e, found := l.store.GetIfPresent(esc)
 	if !found || time.Now().UnixNano() >= e.deadline {
 		l.ctr.inc(EventLocalMiss)
 		return v, false, nil
@@ -153,7 +165,7 @@ func (l *localTier[T]) ticket(key string) ticket {
 	if l == nil {
 		return ticket{}
 	}
-	s := uint32(maphash.String(l.seed, key) % localStripes)
+	s := uint32(maphash.String(l.seed, l.id(key)) % localStripes)
 	return ticket{epoch: l.feed.epoch.Load(), gen: l.stripes[s].gen.Load(), stripe: s}
 }
 
@@ -199,7 +211,7 @@ func (l *localTier[T]) fill(t ticket, key string, e localEntry[T], ttl time.Dura
 	s := &l.stripes[t.stripe]
 	s.mu.Lock()
 	if l.feed.epoch.Load() == t.epoch && s.gen.Load() == t.gen {
-		l.store.Set(key, e)
+		l.store.Set(l.id(key), e)
 	}
 	s.mu.Unlock()
 }
@@ -213,7 +225,7 @@ func (l *localTier[T]) getMany(out map[string]T, items []item) ([]item, []ticket
 	rest := items[:0:0]
 	tickets := make([]ticket, 0, len(items))
 	for _, it := range items {
-		v, ok, err := l.get(it.key)
+		v, ok, err := l.get(l.id(it.key))
 		switch {
 		case ok && err == nil:
 			out[it.id] = v
@@ -229,10 +241,11 @@ func (l *localTier[T]) getMany(out map[string]T, items []item) ([]item, []ticket
 // drop removes key (invalidated by Redis or written by this process) and
 // refuses the fills of reads that began before.
 func (l *localTier[T]) drop(key string) {
-	s := &l.stripes[maphash.String(l.seed, key)%localStripes]
+	id := l.id(key)
+	s := &l.stripes[maphash.String(l.seed, id)%localStripes]
 	s.mu.Lock()
 	s.gen.Add(1)
-	l.store.Invalidate(key)
+	l.store.Invalidate(id)
 	s.mu.Unlock()
 }
 
