@@ -56,6 +56,58 @@ func newIDCodec[ID comparable]() (idCodec[ID], error) {
 	return nil, fmt.Errorf("%w: id type %v is not an integer, a string or an encoding.TextMarshaler", ErrInvalidOptions, t)
 }
 
+// idDecoder is an idCodec's inverse for the kinds whose cache id can be
+// parsed back (integers, strings): Get's loader is then made once, in New,
+// instead of a closure over each id.
+type idDecoder[ID comparable] func(string) (ID, error)
+
+// newIDDecoder returns ID's decoder, or nil for TextMarshaler ids.
+func newIDDecoder[ID comparable]() idDecoder[ID] {
+	switch reflect.TypeFor[ID]().Kind() {
+	case reflect.Int:
+		return intID[ID, int]
+	case reflect.Int8:
+		return intID[ID, int8]
+	case reflect.Int16:
+		return intID[ID, int16]
+	case reflect.Int32:
+		return intID[ID, int32]
+	case reflect.Int64:
+		return intID[ID, int64]
+	case reflect.Uint:
+		return uintID[ID, uint]
+	case reflect.Uint8:
+		return uintID[ID, uint8]
+	case reflect.Uint16:
+		return uintID[ID, uint16]
+	case reflect.Uint32:
+		return uintID[ID, uint32]
+	case reflect.Uint64:
+		return uintID[ID, uint64]
+	case reflect.String:
+		return func(s string) (ID, error) {
+			var id ID
+			*(*string)(unsafe.Pointer(&id)) = s
+			return id, nil
+		}
+	}
+	return nil
+}
+
+func intID[ID comparable, B int | int8 | int16 | int32 | int64](s string) (ID, error) {
+	var id ID
+	n, err := strconv.ParseInt(s, 10, int(unsafe.Sizeof(B(0)))*8)
+	*(*B)(unsafe.Pointer(&id)) = B(n)
+	return id, err
+}
+
+func uintID[ID comparable, B uint | uint8 | uint16 | uint32 | uint64](s string) (ID, error) {
+	var id ID
+	n, err := strconv.ParseUint(s, 10, int(unsafe.Sizeof(B(0)))*8)
+	*(*B)(unsafe.Pointer(&id)) = B(n)
+	return id, err
+}
+
 // The functions below reinterpret an ID as its underlying basic type B,
 // which newIDCodec has checked it is (so the memory layout is the same by
 // definition): that works for named types (type UserID int64) without

@@ -68,3 +68,48 @@ func BenchmarkIDCodec_int64(b *testing.B) {
 		_, _ = c(int64(i))
 	}
 }
+
+// Each decoder inverts its codec, for every kind that has one; ids marshalled
+// as text have none.
+func TestIDDecoder_roundTrip(t *testing.T) {
+	roundTrip(t, int64(-42), 9_007_199_254_740_993)
+	roundTrip(t, userID(-1), userID(1<<63-1))
+	roundTrip(t, uint64(1<<64-1))
+	roundTrip(t, port(8080))
+	roundTrip(t, code("a:b"), code("ü"))
+	roundTrip(t, int8(-128))
+	roundTrip(t, int16(-300))
+	roundTrip(t, int32(1<<31-1))
+	roundTrip(t, 7)
+	roundTrip(t, uint8(255))
+	roundTrip(t, uint16(65535))
+	roundTrip(t, uint32(1<<32-1))
+	roundTrip(t, uint(3))
+	if newIDDecoder[netip.Addr]() != nil {
+		t.Error("a TextMarshaler id has a decoder")
+	}
+	if _, err := newIDDecoder[int8]()("300"); err == nil {
+		t.Error("int8 decoder took 300")
+	}
+	if _, err := newIDDecoder[uint16]()("-1"); err == nil {
+		t.Error("uint16 decoder took -1")
+	}
+}
+
+func roundTrip[ID comparable](t *testing.T, ids ...ID) {
+	t.Helper()
+	enc, err := newIDCodec[ID]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := newIDDecoder[ID]()
+	for _, id := range ids {
+		s, err := enc(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := dec(s); err != nil || got != id {
+			t.Errorf("%T %v: encoded %q, decoded %v, %v", id, id, s, got, err)
+		}
+	}
+}

@@ -21,9 +21,11 @@ func (r *Repository[T, ID]) Get(ctx context.Context, id ID) (T, error) {
 	if r.tx != nil {
 		return r.loadOne(ctx, key, id)
 	}
-	v, err := r.c.ent.Get(ctx, key, func(ctx context.Context, _ string) (T, error) {
-		return r.loadOne(ctx, key, id)
-	})
+	load := r.c.byKey // no closure per call: a near cache hit allocates nothing more
+	if load == nil {
+		load = func(ctx context.Context, _ string) (T, error) { return r.loadOne(ctx, key, id) }
+	}
+	v, err := r.c.ent.Get(ctx, key, load)
 	if err != nil {
 		return zero, r.c.mapErr(key, err)
 	}

@@ -25,13 +25,17 @@ type Repository[T any, ID comparable] struct {
 
 // core is what every view of a repository shares; immutable after New.
 type core[T any, ID comparable] struct {
-	db      *gorm.DB              // a clean session on the caller's database
-	client  redis.UniversalClient // the cache's, for InvalidateAll's SCAN
-	name    string
-	sch     *schema.Schema
-	pk      *schema.Field
-	idKey   idCodec[ID]
-	ent     *cacheaside.Entity[T]
+	db     *gorm.DB              // a clean session on the caller's database
+	client redis.UniversalClient // the cache's, for InvalidateAll's SCAN
+	name   string
+	sch    *schema.Schema
+	pk     *schema.Field
+	idKey  idCodec[ID]
+	ent    *cacheaside.Entity[T]
+	// byKey is Get's loader outside a transaction, made once (nil for ids
+	// that cannot be parsed back from their cache id: Get then makes one
+	// per call).
+	byKey   func(ctx context.Context, key string) (T, error)
 	filter  *bloom.Filter // over primary keys; nil without Options.Filter
 	lookups []*lookup[ID] // one per unique key of the model
 	uniq    *lookup[ID]   // InsertIfAbsent's key; nil when uniqErr says why
@@ -92,6 +96,17 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		batch:  o.BatchSize,
 	}
 	c.claimErr = unchecked
+	if dec := newIDDecoder[ID](); dec != nil {
+		base := &Repository[T, ID]{c: c}
+		c.byKey = func(ctx context.Context, key string) (T, error) {
+			id, err := dec(key)
+			if err != nil {
+				var zero T
+				return zero, fmt.Errorf("%w: cache id %q: %w", ErrInvalidID, key, err)
+			}
+			return base.loadOne(ctx, key, id)
+		}
+	}
 	for _, f := range sch.Fields {
 		if f.DBName != "" && f.FieldType == reflect.TypeFor[gorm.DeletedAt]() {
 			c.softDel = f
