@@ -51,15 +51,7 @@ func findLogicalPostgres() (string, Source, error) {
 func LogicalPostgres(t testing.TB) *PostgresDB {
 	t.Helper()
 	admin, src, err := logicalServer.get(findLogicalPostgres)
-	if err != nil {
-		fatal(t, err)
-	}
-	db, err := newDatabase(t, admin)
-	if err != nil {
-		fatal(t, err)
-	}
-	db.Source = src
-	return db
+	return databaseOn(t, admin, src, err)
 }
 
 func walLevel(dsn string) (string, error) {
@@ -88,13 +80,5 @@ func PrivateLogicalPostgres(t testing.TB, settings ...string) *PostgresDB {
 		args = append(args, "-c", s)
 	}
 	admin, src, err := startPostgresServer("private PostgreSQL with wal_level=logical", nil, args...)
-	if err != nil {
-		fatal(t, err)
-	}
-	db, err := newDatabase(t, admin)
-	if err != nil {
-		fatal(t, err)
-	}
-	db.Source = src
-	return db
+	return databaseOn(t, admin, src, err)
 }

@@ -65,6 +65,13 @@ func startPostgresServer(what string, reasons []string, args ...string) (string,
 func Postgres(t testing.TB) *PostgresDB {
 	t.Helper()
 	admin, src, err := pgServer.get(findPostgres)
+	return databaseOn(t, admin, src, err)
+}
+
+// databaseOn returns a fresh database on the server of admin (found from
+// src), or fails t with err, the server's error.
+func databaseOn(t testing.TB, admin string, src Source, err error) *PostgresDB {
+	t.Helper()
 	if err != nil {
 		fatal(t, err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -101,19 +100,11 @@ func TestParseMessage(t *testing.T) {
 // A quiet subscription pings and keeps delivering.
 func TestWatch_quietChannelPings(t *testing.T) {
 	t.Parallel()
-	r := testcontainers.Redis(t)
-	pg := testcontainers.Postgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(r.Client, pg.DB, &Options{Namespace: r.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, r := newStore(t)
 	name := "configstore-test-" + r.Namespace
 	c := redis.NewClient(&redis.Options{Addr: r.Addrs[0], ClientName: name})
 	defer c.Close()
-	watcher, err := New(c, pg.DB, &Options{Namespace: r.Namespace})
+	watcher, err := New(c, s.db, &Options{Namespace: r.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,9 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// The interleaving CI once hit, pinned: a rebuild reads the table, a
-// Delete commits and is applied, the hash is then deleted (evicted), and
-// only then does the rebuild land. Its rows are older than the Delete and
-// the hash no longer holds the tombstone to say so: the rebuild must not
-// land, and the next read must not see the deleted value.
-func TestRebuild_writeAppliedMeanwhile_doesNotLand(t *testing.T) {
-	t.Parallel()
+// newStore returns a Store on a fresh database and Redis namespace.
+func newStore(t *testing.T) (*Store, *testcontainers.RedisNamespace) {
+	t.Helper()
 	r := testcontainers.Redis(t)
 	pg := testcontainers.Postgres(t)
 	if err := schema.Migrate(pg.DB); err != nil {
@@ -27,16 +23,21 @@ func TestRebuild_writeAppliedMeanwhile_doesNotLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	return s, r
+}
+
+// midRebuild sets a and b, deletes the hash, takes the rebuild lock and
+// reads the table as a rebuild does, then deletes b: it returns the
+// rebuild's lease and rows, which predate the Delete.
+func midRebuild(t *testing.T, ctx context.Context, s *Store) (lease string, rows map[string]entry) {
+	t.Helper()
 	if err := s.SetMany(ctx, map[string]string{"a": "1", "b": "2"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Client.Del(ctx, s.hash).Err(); err != nil {
+	if err := s.rdb.Del(ctx, s.hash).Err(); err != nil {
 		t.Fatal(err)
 	}
-
-	lease := token.New()
+	lease = token.New()
 	if state, err := lockScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, lease, "30000").Int(); err != nil || state != 2 {
 		t.Fatalf("lock = %d, %v", state, err)
 	}
@@ -47,6 +48,20 @@ func TestRebuild_writeAppliedMeanwhile_doesNotLand(t *testing.T) {
 	if err := s.Delete(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
+	return lease, rows
+}
+
+// The interleaving CI once hit, pinned: a rebuild reads the table, a
+// Delete commits and is applied, the hash is then deleted (evicted), and
+// only then does the rebuild land. Its rows are older than the Delete and
+// the hash no longer holds the tombstone to say so: the rebuild must not
+// land, and the next read must not see the deleted value.
+func TestRebuild_hashDeletedMeanwhile_doesNotLand(t *testing.T) {
+	t.Parallel()
+	s, r := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, rows := midRebuild(t, ctx, s)
 	if err := r.Client.Del(ctx, s.hash).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,34 +90,10 @@ func TestRebuild_writeAppliedMeanwhile_doesNotLand(t *testing.T) {
 // the rebuild lands around it: writes do not hold rebuilds off.
 func TestRebuild_writeAppliedMeanwhile_lands(t *testing.T) {
 	t.Parallel()
-	r := testcontainers.Redis(t)
-	pg := testcontainers.Postgres(t)
-	if err := schema.Migrate(pg.DB); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(r.Client, pg.DB, &Options{Namespace: r.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, r := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.SetMany(ctx, map[string]string{"a": "1", "b": "2"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Client.Del(ctx, s.hash).Err(); err != nil {
-		t.Fatal(err)
-	}
-	lease := token.New()
-	if state, err := lockScript.Run(ctx, s.rdb, []string{s.hash, s.lock}, lease, "30000").Int(); err != nil || state != 2 {
-		t.Fatalf("lock = %d, %v", state, err)
-	}
-	rows, err := s.loadLocked(ctx, lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete(ctx, "b"); err != nil {
-		t.Fatal(err)
-	}
+	lease, rows := midRebuild(t, ctx, s)
 	if landed, err := s.fill(ctx, lease, rows); err != nil || !landed {
 		t.Fatalf("fill = %v, %v; want landed", landed, err)
 	}
