@@ -30,10 +30,9 @@ func (s *Store) vanished(op string) error {
 //
 // If Redis fails (an error or timeout of the read, or of the rebuild, or
 // the hash vanishing again after each of 3 rebuilds), Get reads the key
-// from the table instead (one query, shared by the
-// concurrent Gets of the key in this Store) and counts it in
-// Stats.DBFallbacks; if the table fails too, the error wraps both
-// errors. It does not fall back with Options.NoDBFallback (the error then
+// from the table instead (one query, shared by the concurrent Gets of the
+// key in this Store) and counts it in Stats.DBFallbacks; if the table
+// fails too, the error wraps both errors. It does not fall back with Options.NoDBFallback (the error then
 // wraps the Redis error), on ErrTimeout, or once ctx has ended (the error
 // then wraps ctx's cause).
 func (s *Store) Get(ctx context.Context, key string) (string, error) {
