@@ -271,9 +271,6 @@ func (e *Entity[T]) releaseLeases(ctx context.Context, items []item) {
 	defer cancel()
 	e.note(wctx, script.RunMany(wctx, e.c.client, calls))
 	for i := range calls {
-		if calls[i].Cmd == nil {
-			continue
-		}
 		if n, err := calls[i].Cmd.Int(); err == nil && n == 0 {
 			e.leaseLost(calls[i].Args[2].(string))
 		}

@@ -146,9 +146,6 @@ func (e *Entity[T]) takeLeases(ctx context.Context, items []item, observed []str
 	err = script.RunMany(ctx, e.c.client, calls)
 	replies = make([]leaseReply, len(items))
 	for i := range calls {
-		if calls[i].Cmd == nil {
-			continue
-		}
 		if res, cerr := calls[i].Cmd.Slice(); cerr == nil {
 			replies[i], _ = parseLease(res)
 		}

@@ -89,7 +89,7 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	}
 	var failed []pending
 	for i := range calls {
-		if calls[i].Cmd == nil || calls[i].Cmd.Err() != nil {
+		if calls[i].Cmd.Err() != nil {
 			failed = append(failed, todo[i])
 		}
 	}
