@@ -5,16 +5,12 @@ import (
 	"errors"
 	"maps"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
@@ -242,36 +238,5 @@ func TestNew_ownershipRedisDown(t *testing.T) {
 	}
 	if err := r.Claim(); !errors.Is(err, repo.ErrOwnershipUnchecked) {
 		t.Fatalf("Claim = %v, want ErrOwnershipUnchecked", err)
-	}
-}
-
-// On SQLite the owner is the database file.
-func TestNew_namespaceCollision_sqlite(t *testing.T) {
-	t.Parallel()
-	rn := testcontainers.Redis(t)
-	open := func(path string) *gorm.DB {
-		db, err := gorm.Open(sqlite.Open("file:"+path), &gorm.Config{Logger: logger.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sqlDB, _ := db.DB()
-		t.Cleanup(func() { _ = sqlDB.Close() })
-		if err := db.AutoMigrate(&shelfItem{}); err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
-	dir := t.TempDir()
-	a, b := open(filepath.Join(dir, "a.db")), open(filepath.Join(dir, "b.db"))
-	e := &ownershipEnv{rdb: rn.Client, ns: rn.Namespace}
-	if _, err := repo.New[shelfItem, int64](a, e.cache(t), repo.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.New[shelfItem, int64](a, e.cache(t), repo.Options{}); err != nil {
-		t.Fatalf("New on the same file again = %v", err)
-	}
-	_, err := repo.New[shelfItem, int64](b, e.cache(t), repo.Options{})
-	if !errors.Is(err, repo.ErrNamespaceCollision) || !strings.Contains(err.Error(), "a.db table shelf_items") {
-		t.Fatalf("New on another file = %v, want ErrNamespaceCollision", err)
 	}
 }

@@ -1,10 +1,14 @@
-package seqgen_test
+package compat_test
 
 import (
 	"context"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+	_ "time/tzdata" // Asia/Shanghai on machines without zoneinfo
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/glebarez/sqlite"
@@ -18,7 +22,7 @@ import (
 
 // The embedded backend of the demo and benchmarks: SQLite (no row locks,
 // no FOR UPDATE) and miniredis. A smoke test; the real tests run on
-// PostgreSQL and Redis.
+// PostgreSQL and Redis. (From seqgen/sqlite_test.go.)
 func TestGenerator_Next_sqliteMiniredis(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
@@ -82,3 +86,57 @@ func TestGenerator_Next_sqliteMiniredis(t *testing.T) {
 		t.Fatalf("after a flush Next = %d, want above every number issued", v)
 	}
 }
+
+// The helpers below are copies of seqgen's test helpers.
+
+// shanghai is the zone of every test.
+var shanghai = mustZone("Asia/Shanghai")
+
+func mustZone(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
+// noon is a fixed instant in the middle of 2026-11-29 in Shanghai, far from
+// any midnight.
+var noon = time.Date(2026, 11, 29, 12, 0, 0, 0, shanghai)
+
+func fixedClock(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+func newGen(t testing.TB, client redis.UniversalClient, db *gorm.DB, o *seqgen.Options) *seqgen.Generator {
+	t.Helper()
+	g, err := seqgen.New(client, db, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// counterOf parses the counter of serial, which must start with prefix.
+func counterOf(t testing.TB, serial, prefix string) int64 {
+	t.Helper()
+	rest, ok := strings.CutPrefix(serial, prefix)
+	if !ok {
+		t.Fatalf("serial %q does not start with %q", serial, prefix)
+	}
+	v, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil {
+		t.Fatalf("serial %q: %v", serial, err)
+	}
+	return v
+}
+
+func mustNext(t testing.TB, g *seqgen.Generator, biz string) string {
+	t.Helper()
+	s, err := g.Next(context.Background(), biz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,229 @@
+package compat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/glebarez/sqlite"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/repo"
+)
+
+// The embedded backend of the demo: SQLite (pure Go) and miniredis.
+// (From repo/sqlite_test.go.)
+func TestRepository_sqliteAndMiniredis(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	db, err := gorm.Open(sqlite.Open("file:"+t.Name()+"?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sample.Migrate(db); err != nil {
+		t.Fatal(err)
+	}
+	e := newRepoEnv(t, db, rdb, "smoke")
+	users := e.users(t, repo.Options{Filter: e.filterOptions(1000)})
+	listings := e.listings(t, repo.Options{Filter: e.filterOptions(1000), UniqueKey: []string{"address", "room"}})
+	ctx := context.Background()
+
+	// Create, then read twice: the second read is a cache hit.
+	u := sample.User{Email: "ada@example.com", Name: "Ada"}
+	if err := users.Create(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	e.sql.reset()
+	for range 2 {
+		if got, err := users.Get(ctx, u.ID); err != nil || got.Email != u.Email {
+			t.Fatalf("Get = %+v, %v", got, err)
+		}
+	}
+	if n := e.sql.count(""); n != 1 {
+		t.Fatalf("two Gets ran %d SQL statements, want 1", n)
+	}
+	if users.Stats().Hits != 1 {
+		t.Fatalf("stats %+v", users.Stats())
+	}
+
+	// Update, GetBy, GetMany, Delete.
+	u.Name = "Ada Lovelace"
+	if err := users.Update(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := users.GetBy(ctx, "email", u.Email); err != nil || got.Name != u.Name {
+		t.Fatalf("GetBy = %+v, %v", got, err)
+	}
+	many, err := users.GetMany(ctx, []int64{u.ID, u.ID + 100})
+	if err != nil || len(many) != 1 {
+		t.Fatalf("GetMany = %v, %v", many, err)
+	}
+	if err := users.Delete(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = users.Get(ctx, u.ID)
+	isNotFound(t, err)
+
+	// A rolled-back transaction leaves nothing behind.
+	boom := errors.New("boom")
+	err = repo.Transaction(ctx, db, func(tx *repo.Tx) error {
+		v := sample.User{Email: "tx@example.com", Name: "Tx"}
+		if err := users.WithTx(tx).Create(ctx, &v); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	_, err = users.GetBy(ctx, "email", "tx@example.com")
+	isNotFound(t, err)
+
+	// InsertIfAbsent de-duplicates on SQLite's ON CONFLICT too.
+	for round := range 2 {
+		for i := range 10 {
+			l := sample.Listing{Address: fmt.Sprintf("%d Elm St", i), Room: "1", Rent: 500}
+			ok, err := listings.InsertIfAbsent(ctx, &l)
+			if err != nil || ok != (round == 0) {
+				t.Fatalf("round %d, listing %d: %v, %v", round, i, ok, err)
+			}
+		}
+	}
+	var n int64
+	db.Model(&sample.Listing{}).Count(&n)
+	if n != 10 {
+		t.Fatalf("%d listings, want 10", n)
+	}
+
+	// Filter upkeep works on miniredis's Lua.
+	if err := users.WarmFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := listings.RebuildFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// isNotFound checks that err matches all three not-found sentinels.
+func isNotFound(t *testing.T, err error) {
+	t.Helper()
+	for _, target := range []error{repo.ErrNotFound, cacheaside.ErrNotFound, gorm.ErrRecordNotFound} {
+		if !errors.Is(err, target) {
+			t.Fatalf("error %v does not match %v", err, target)
+		}
+	}
+}
+
+// repoEnv is the part of repo's test env that the test above uses: one
+// database and Redis, a Cache on the namespace, and a count of the SQL run.
+type repoEnv struct {
+	db    *gorm.DB
+	rdb   redis.UniversalClient
+	ns    string
+	cache *cacheaside.Cache
+	sql   *sqlCounter
+}
+
+func newRepoEnv(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string) *repoEnv {
+	t.Helper()
+	cache, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	e := &repoEnv{db: db, rdb: rdb, ns: ns, cache: cache, sql: &sqlCounter{}}
+	e.sql.register(t, db)
+	return e
+}
+
+// filterOptions sizes a test's Bloom filters in its namespace.
+func (e *repoEnv) filterOptions(capacity int64) *bloom.Options {
+	return &bloom.Options{Namespace: e.ns, Capacity: capacity, FalsePositiveRate: 0.01}
+}
+
+func (e *repoEnv) users(t *testing.T, o repo.Options) *repo.Repository[sample.User, int64] {
+	t.Helper()
+	if o.Filter != nil {
+		o.FilterClient = e.rdb
+	}
+	r, err := repo.New[sample.User, int64](e.db, e.cache, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *repoEnv) listings(t *testing.T, o repo.Options) *repo.Repository[sample.Listing, int64] {
+	t.Helper()
+	if o.Filter != nil {
+		o.FilterClient = e.rdb
+	}
+	r, err := repo.New[sample.Listing, int64](e.db, e.cache, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// sqlCounter records every statement GORM runs on a database, through
+// callbacks registered after each processor's main step.
+type sqlCounter struct {
+	mu    sync.Mutex
+	stmts []string
+}
+
+func (c *sqlCounter) register(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	rec := func(tx *gorm.DB) {
+		if tx.Error != nil && tx.Statement.SQL.Len() == 0 {
+			return
+		}
+		c.mu.Lock()
+		c.stmts = append(c.stmts, tx.Statement.SQL.String())
+		c.mu.Unlock()
+	}
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("compat:count", rec),
+		cb.Query().After("gorm:query").Register("compat:count", rec),
+		cb.Update().After("gorm:update").Register("compat:count", rec),
+		cb.Delete().After("gorm:delete").Register("compat:count", rec),
+		cb.Row().After("gorm:row").Register("compat:count", rec),
+		cb.Raw().After("gorm:raw").Register("compat:count", rec),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c *sqlCounter) reset() {
+	c.mu.Lock()
+	c.stmts = nil
+	c.mu.Unlock()
+}
+
+// count returns how many statements ran that start with prefix ("" for
+// all), e.g. "SELECT".
+func (c *sqlCounter) count(prefix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.stmts {
+		if strings.HasPrefix(strings.TrimSpace(s), prefix) {
+			n++
+		}
+	}
+	return n
+}
