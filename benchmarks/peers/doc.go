@@ -26,4 +26,10 @@
 // (benchmarks.RunOutsideWrite) and under plain SETs of the new value in
 // each library's encoding (benchmarks.RunOutsideSet). The command asidepeers prints them
 // with benchmarks.WriteTable and writes benchmarks.WriteJSON.
+//
+// Two Go benchmarks compare asidekit's guards with their usual
+// alternatives: BenchmarkObtainRelease (guard/lock against bsm/redislock)
+// and BenchmarkRedisRate_Allow (go-redis/redis_rate's GCRA, the
+// counterpart of guard/limit's BenchmarkAllow/gcra). They are here rather
+// than in those packages so that the library's go.mod requires neither.
 package peers

@@ -5,8 +5,10 @@ go 1.26.0
 require (
 	github.com/asidekit/asidekit v0.0.0
 	github.com/asidekit/asidekit/benchmarks v0.0.0
+	github.com/bsm/redislock v0.9.4
 	github.com/dtm-labs/rockscache v0.1.1
 	github.com/go-redis/cache/v9 v9.0.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/mgtv-tech/jetcache-go v1.2.6
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/zeromicro/go-zero v1.10.3

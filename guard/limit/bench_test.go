@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/testcontainers"
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,6 +16,9 @@ import (
 // private redis-server, so that its command statistics are theirs alone:
 // besides the client's ns/op they report srv-µs/op, the time Redis spent
 // running the scripts, which a loaded client machine does not distort.
+// go-redis/redis_rate's GCRA, to compare with BenchmarkAllow/gcra, is
+// BenchmarkRedisRate_Allow in the module benchmarks/peers (the library
+// does not require redis_rate).
 
 // benchServer starts a private redis-server and returns a client of it.
 func benchServer(b *testing.B) *redis.Client {
@@ -114,18 +116,5 @@ func BenchmarkAllow(b *testing.B) {
 			}
 			return l.Release(ctx)
 		})
-	})
-}
-
-// BenchmarkRedisRate_Allow is go-redis/redis_rate v10's GCRA on the same
-// server, for comparison.
-func BenchmarkRedisRate_Allow(b *testing.B) {
-	c := benchServer(b)
-	lim := redis_rate.NewLimiter(c)
-	limit := redis_rate.PerSecond(1_000_000)
-	ctx := context.Background()
-	loop(b, c, func() error {
-		_, err := lim.Allow(ctx, "bench", limit)
-		return err
 	})
 }

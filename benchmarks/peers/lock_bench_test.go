@@ -1,4 +1,4 @@
-package lock_test
+package peers_test
 
 import (
 	"context"
@@ -8,16 +8,18 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/guard/lock"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// BenchmarkObtainRelease compares one uncontended Obtain + Release with
-// bsm/redislock's, on the same server and the same key pattern. Both are
-// one script round trip each way; asidekit's obtain also increments the
-// fencing counter, and its release checks for a waiter's mark (and, with
-// none, publishes nothing).
+// BenchmarkObtainRelease compares one uncontended Obtain + Release of
+// guard/lock with bsm/redislock's, on the same server and the same key
+// pattern. Both are one script round trip each way; asidekit's obtain also
+// increments the fencing counter, and its release checks for a waiter's
+// mark (and, with none, publishes nothing). It lives here, not in
+// guard/lock, so that the library's go.mod does not require redislock.
 func BenchmarkObtainRelease(b *testing.B) {
 	rn := testcontainers.Redis(b)
 	ctx := context.Background()
@@ -134,4 +136,14 @@ func BenchmarkObtainRelease(b *testing.B) {
 			}
 		})
 	})
+}
+
+// mustNew returns lock.New(client, opts) or fails the benchmark.
+func mustNew(b testing.TB, client redis.UniversalClient, opts *lock.Options) *lock.Locker {
+	b.Helper()
+	l, err := lock.New(client, opts)
+	if err != nil {
+		b.Fatalf("lock.New: %v", err)
+	}
+	return l
 }
