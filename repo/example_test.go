@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -19,27 +21,30 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// exampleSetup connects to the Redis the tests use ($ASIDEKIT_REDIS_ADDR, else
-// one testcontainers started) under a fresh namespace, and opens an in-memory SQLite
-// database with the users and listings tables. cleanup removes the namespace's keys.
+// exampleSetup connects to the Redis and PostgreSQL the tests use
+// ($ASIDEKIT_REDIS_ADDR and $ASIDEKIT_POSTGRES_DSN, else servers that
+// testcontainers started), creates a database of its own on that server with
+// the users and listings tables, and a Cache under a fresh namespace.
+// cleanup drops the database and removes the namespace's keys.
 func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns string, cleanup func()) {
 	addr, err := testcontainers.RedisAddr()
 	if err != nil {
 		panic(err)
 	}
-	rdb = redis.NewClient(&redis.Options{Addr: addr})
+	dsn, err := testcontainers.PostgresDSN()
+	if err != nil {
+		panic(err)
+	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	ns = "example-" + hex.EncodeToString(b)
+	db, dropDB := exampleDatabase(dsn, "ak_example_"+hex.EncodeToString(b))
+	if err := db.AutoMigrate(&User{}, &Listing{}); err != nil {
+		panic(err)
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr})
 	cache, err = cacheaside.New(rdb, &cacheaside.Options{Namespace: ns})
 	if err != nil {
-		panic(err)
-	}
-	db, err = gorm.Open(sqlite.Open("file:"+ns+"?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
-	if err != nil {
-		panic(err)
-	}
-	if err := db.AutoMigrate(&User{}, &Listing{}); err != nil {
 		panic(err)
 	}
 	return db, rdb, cache, ns, func() {
@@ -50,8 +55,36 @@ func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns
 			rdb.Unlink(ctx, iter.Val())
 		}
 		_ = rdb.Close()
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
+		dropDB()
+	}
+}
+
+// exampleDatabase creates the database name on the server of dsn and opens
+// it; drop closes it and drops the database.
+func exampleDatabase(dsn, name string) (db *gorm.DB, drop func()) {
+	silent := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)}
+	admin, err := gorm.Open(postgres.Open(dsn), silent)
+	if err != nil {
+		panic(err)
+	}
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		panic(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn) // a URL or key=value DSN alike
+	if err != nil {
+		panic(err)
+	}
+	cfg.Database = name
+	sqlDB := stdlib.OpenDB(*cfg)
+	db, err = gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), silent)
+	if err != nil {
+		panic(err)
+	}
+	return db, func() {
+		_ = sqlDB.Close()
+		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		if adminDB, err := admin.DB(); err == nil {
+			_ = adminDB.Close()
 		}
 	}
 }

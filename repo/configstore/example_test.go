@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -18,32 +20,63 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// exampleBackends connects to the Redis at $ASIDEKIT_REDIS_ADDR and opens an
-// in-memory SQLite database with the asidekit tables, and returns options
-// with a namespace of their own and a cleanup function.
+// exampleBackends connects to the Redis and PostgreSQL the tests use
+// ($ASIDEKIT_REDIS_ADDR and $ASIDEKIT_POSTGRES_DSN, else servers that
+// testcontainers started), creates a database of its own on that server with
+// the asidekit tables, and returns options with a namespace of their own and
+// a cleanup function, which removes the keys and drops the database.
 func exampleBackends() (redis.UniversalClient, *gorm.DB, *configstore.Options, func()) {
 	addr, err := testcontainers.RedisAddr()
 	if err != nil {
 		panic(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	dsn, err := testcontainers.PostgresDSN()
 	if err != nil {
-		panic(err)
-	}
-	sqlDB, _ := db.DB()
-	sqlDB.SetMaxOpenConns(1) // one connection: one in-memory database
-	if err := schema.Migrate(db); err != nil {
 		panic(err)
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
+	db, dropDB := exampleDatabase(dsn, "ak_example_"+hex.EncodeToString(b[:]))
+	if err := schema.Migrate(db); err != nil {
+		panic(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	opts := &configstore.Options{Namespace: "example-" + hex.EncodeToString(b[:])}
 	return rdb, db, opts, func() {
 		s, _ := configstore.New(rdb, db, opts)
 		rdb.Del(context.Background(), s.Key(), s.Key()+":lock")
 		_ = rdb.Close()
+		dropDB()
+	}
+}
+
+// exampleDatabase creates the database name on the server of dsn and opens
+// it; drop closes it and drops the database.
+func exampleDatabase(dsn, name string) (db *gorm.DB, drop func()) {
+	silent := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)}
+	admin, err := gorm.Open(postgres.Open(dsn), silent)
+	if err != nil {
+		panic(err)
+	}
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		panic(err)
+	}
+	cfg, err := pgx.ParseConfig(dsn) // a URL or key=value DSN alike
+	if err != nil {
+		panic(err)
+	}
+	cfg.Database = name
+	sqlDB := stdlib.OpenDB(*cfg)
+	db, err = gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), silent)
+	if err != nil {
+		panic(err)
+	}
+	return db, func() {
 		_ = sqlDB.Close()
+		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		if adminDB, err := admin.DB(); err == nil {
+			_ = adminDB.Close()
+		}
 	}
 }
 
