@@ -14,10 +14,11 @@ STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
 .PHONY: all test stress-test demo bench gobench peers chaos cover lint fmt
 
-# The repository's modules: the library, then the ones that carry heavy
-# dependencies so that the library's users do not (asidebench, the
-# Prometheus collectors, the peer comparison, the fault-injection suite).
-MODULES := . benchmarks metrics benchmarks/peers chaos examples/catalog
+# The repository's modules: the library, then the ones that carry
+# dependencies so that the library's users do not (the tests on the embedded
+# backend, SQLite and miniredis; asidebench; the Prometheus collectors; the
+# peer comparison; the fault-injection suite; the two examples).
+MODULES := . compat benchmarks metrics benchmarks/peers chaos examples/catalog examples/quickstart
 
 all: lint test
 
