@@ -15,7 +15,7 @@ import (
 
 // The embedded backend of the demo CLI (miniredis, which has no BITFIELD)
 // runs every script: add, query, rebuild (begin, fill, switch, abort),
-// stats, and the layout check. (From guard/bloom/miniredis_test.go.)
+// stats, and the layout check.
 func TestFilter_miniredis(t *testing.T) {
 	t.Parallel() // heavy: overlaps its round trips with the other tests
 	mr := miniredis.RunT(t)

@@ -24,8 +24,8 @@ type shelfItem struct {
 func (shelfItem) TableName() string { return "shelf_items" }
 
 // On SQLite the owner is the database file. The registry is in a real
-// Redis (a namespace of the test's own). (From repo/ownership_test.go, whose
-// other tests run on PostgreSQL.)
+// Redis (a namespace of the test's own); repo's other ownership tests run
+// on PostgreSQL.
 func TestNew_namespaceCollision_sqlite(t *testing.T) {
 	t.Parallel()
 	rn := testcontainers.Redis(t)

@@ -21,7 +21,6 @@ import (
 )
 
 // The embedded backend of the demo: SQLite (pure Go) and miniredis.
-// (From repo/sqlite_test.go.)
 func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)

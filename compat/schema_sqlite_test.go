@@ -11,7 +11,6 @@ import (
 )
 
 // SQLite is the embedded backend of the demo and benchmarks.
-// (From schema/sqlite_test.go.)
 func TestMigrate_sqlite(t *testing.T) {
 	db, err := gorm.Open(sqlite.Open("file::memory:"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {

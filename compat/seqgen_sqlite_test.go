@@ -22,7 +22,7 @@ import (
 
 // The embedded backend of the demo and benchmarks: SQLite (no row locks,
 // no FOR UPDATE) and miniredis. A smoke test; the real tests run on
-// PostgreSQL and Redis. (From seqgen/sqlite_test.go.)
+// PostgreSQL and Redis.
 func TestGenerator_Next_sqliteMiniredis(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
