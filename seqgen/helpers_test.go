@@ -112,5 +112,3 @@ func mustNext(t testing.TB, g *seqgen.Generator, biz string) string {
 
 // waitABit yields to the workers while a test waits for progress.
 func waitABit() { time.Sleep(time.Millisecond) }
-
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
