@@ -8,12 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
@@ -31,14 +27,14 @@ func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns
 	if err != nil {
 		panic(err)
 	}
-	dsn, err := testcontainers.PostgresDSN()
+	pg, dropDB, err := testcontainers.ExampleDatabase()
 	if err != nil {
 		panic(err)
 	}
+	db = pg.DB
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	ns = "example-" + hex.EncodeToString(b)
-	db, dropDB := exampleDatabase(dsn, "ak_example_"+hex.EncodeToString(b))
 	if err := db.AutoMigrate(&User{}, &Listing{}); err != nil {
 		panic(err)
 	}
@@ -56,36 +52,6 @@ func exampleSetup() (db *gorm.DB, rdb *redis.Client, cache *cacheaside.Cache, ns
 		}
 		_ = rdb.Close()
 		dropDB()
-	}
-}
-
-// exampleDatabase creates the database name on the server of dsn and opens
-// it; drop closes it and drops the database.
-func exampleDatabase(dsn, name string) (db *gorm.DB, drop func()) {
-	silent := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)}
-	admin, err := gorm.Open(postgres.Open(dsn), silent)
-	if err != nil {
-		panic(err)
-	}
-	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
-		panic(err)
-	}
-	cfg, err := pgx.ParseConfig(dsn) // a URL or key=value DSN alike
-	if err != nil {
-		panic(err)
-	}
-	cfg.Database = name
-	sqlDB := stdlib.OpenDB(*cfg)
-	db, err = gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), silent)
-	if err != nil {
-		panic(err)
-	}
-	return db, func() {
-		_ = sqlDB.Close()
-		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		if adminDB, err := admin.DB(); err == nil {
-			_ = adminDB.Close()
-		}
 	}
 }
 

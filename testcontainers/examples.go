@@ -21,3 +21,19 @@ func PostgresDSN() (string, error) {
 	dsn, _, err := pgServer.get(findPostgres)
 	return dsn, err
 }
+
+// ExampleDatabase returns a fresh database on the server PostgresDSN
+// names, for an Example that writes: drop closes it and drops the database
+// (with its connections) when the Example ends.
+func ExampleDatabase() (db *PostgresDB, drop func() error, err error) {
+	admin, src, err := pgServer.get(findPostgres)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, drop, err = createDatabase(admin, "ak_example_")
+	if err != nil {
+		return nil, nil, err
+	}
+	db.Source = src
+	return db, drop, nil
+}

@@ -84,31 +84,48 @@ func databaseOn(t testing.TB, admin string, src Source, err error) *PostgresDB {
 }
 
 func newDatabase(t testing.TB, admin string) (*PostgresDB, error) {
-	name := uniqueName("ak_test_")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
-		return nil, fmt.Errorf("create test database: %w", err)
-	}
-	dsn, err := withDatabase(admin, name)
+	db, drop, err := createDatabase(admin, "ak_test_")
 	if err != nil {
 		return nil, err
 	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Logf("testcontainers: %v", err)
+		}
+	})
+	return db, nil
+}
+
+// createDatabase creates a database named prefix + a random suffix on the
+// server of admin and opens it; drop closes it and drops the database with
+// its connections.
+func createDatabase(admin, prefix string) (db *PostgresDB, drop func() error, err error) {
+	name := uniqueName(prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
+		return nil, nil, fmt.Errorf("create database: %w", err)
+	}
+	dsn, err := withDatabase(admin, name)
+	if err != nil {
+		return nil, nil, err
+	}
 	gdb, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
-		return nil, fmt.Errorf("open test database: %w", err)
+		return nil, nil, fmt.Errorf("open database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		if sqlDB, err := gdb.DB(); err == nil {
 			_ = sqlDB.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("testcontainers: drop database %s: %v", name, err)
+			return fmt.Errorf("drop database %s: %w", name, err)
 		}
-	})
-	return &PostgresDB{DB: gdb, DSN: dsn, Name: name}, nil
+		return nil
+	}
+	return &PostgresDB{DB: gdb, DSN: dsn, Name: name}, drop, nil
 }
 
 func adminExec(ctx context.Context, dsn, stmt string) error {

@@ -8,12 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/asidekit/asidekit/repo/configstore"
 	"github.com/asidekit/asidekit/schema"
@@ -30,13 +26,13 @@ func exampleBackends() (redis.UniversalClient, *gorm.DB, *configstore.Options, f
 	if err != nil {
 		panic(err)
 	}
-	dsn, err := testcontainers.PostgresDSN()
+	pg, dropDB, err := testcontainers.ExampleDatabase()
 	if err != nil {
 		panic(err)
 	}
+	db := pg.DB
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	db, dropDB := exampleDatabase(dsn, "ak_example_"+hex.EncodeToString(b[:]))
 	if err := schema.Migrate(db); err != nil {
 		panic(err)
 	}
@@ -47,36 +43,6 @@ func exampleBackends() (redis.UniversalClient, *gorm.DB, *configstore.Options, f
 		rdb.Del(context.Background(), s.Key(), s.Key()+":lock")
 		_ = rdb.Close()
 		dropDB()
-	}
-}
-
-// exampleDatabase creates the database name on the server of dsn and opens
-// it; drop closes it and drops the database.
-func exampleDatabase(dsn, name string) (db *gorm.DB, drop func()) {
-	silent := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)}
-	admin, err := gorm.Open(postgres.Open(dsn), silent)
-	if err != nil {
-		panic(err)
-	}
-	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
-		panic(err)
-	}
-	cfg, err := pgx.ParseConfig(dsn) // a URL or key=value DSN alike
-	if err != nil {
-		panic(err)
-	}
-	cfg.Database = name
-	sqlDB := stdlib.OpenDB(*cfg)
-	db, err = gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), silent)
-	if err != nil {
-		panic(err)
-	}
-	return db, func() {
-		_ = sqlDB.Close()
-		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
-		if adminDB, err := admin.DB(); err == nil {
-			_ = adminDB.Close()
-		}
 	}
 }
 
