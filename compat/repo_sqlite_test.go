@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -17,6 +15,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/repo"
 )
 
@@ -43,13 +42,13 @@ func TestRepository_sqliteAndMiniredis(t *testing.T) {
 	if err := users.Create(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
-	e.sql.reset()
+	e.sql.Reset()
 	for range 2 {
 		if got, err := users.Get(ctx, u.ID); err != nil || got.Email != u.Email {
 			t.Fatalf("Get = %+v, %v", got, err)
 		}
 	}
-	if n := e.sql.count(""); n != 1 {
+	if n := e.sql.Count(""); n != 1 {
 		t.Fatalf("two Gets ran %d SQL statements, want 1", n)
 	}
 	if users.Stats().Hits != 1 {
@@ -131,7 +130,7 @@ type repoEnv struct {
 	rdb   redis.UniversalClient
 	ns    string
 	cache *cacheaside.Cache
-	sql   *sqlCounter
+	sql   *testkit.SQLCounter
 }
 
 func newRepoEnv(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string) *repoEnv {
@@ -141,8 +140,7 @@ func newRepoEnv(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	e := &repoEnv{db: db, rdb: rdb, ns: ns, cache: cache, sql: &sqlCounter{}}
-	e.sql.register(t, db)
+	e := &repoEnv{db: db, rdb: rdb, ns: ns, cache: cache, sql: testkit.CountSQL(t, db)}
 	return e
 }
 
@@ -173,56 +171,4 @@ func (e *repoEnv) listings(t *testing.T, o repo.Options) *repo.Repository[sample
 		t.Fatal(err)
 	}
 	return r
-}
-
-// sqlCounter records every statement GORM runs on a database, through
-// callbacks registered after each processor's main step.
-type sqlCounter struct {
-	mu    sync.Mutex
-	stmts []string
-}
-
-func (c *sqlCounter) register(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	rec := func(tx *gorm.DB) {
-		if tx.Error != nil && tx.Statement.SQL.Len() == 0 {
-			return
-		}
-		c.mu.Lock()
-		c.stmts = append(c.stmts, tx.Statement.SQL.String())
-		c.mu.Unlock()
-	}
-	cb := db.Callback()
-	for _, err := range []error{
-		cb.Create().After("gorm:create").Register("compat:count", rec),
-		cb.Query().After("gorm:query").Register("compat:count", rec),
-		cb.Update().After("gorm:update").Register("compat:count", rec),
-		cb.Delete().After("gorm:delete").Register("compat:count", rec),
-		cb.Row().After("gorm:row").Register("compat:count", rec),
-		cb.Raw().After("gorm:raw").Register("compat:count", rec),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func (c *sqlCounter) reset() {
-	c.mu.Lock()
-	c.stmts = nil
-	c.mu.Unlock()
-}
-
-// count returns how many statements ran that start with prefix ("" for
-// all), e.g. "SELECT".
-func (c *sqlCounter) count(prefix string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, s := range c.stmts {
-		if strings.HasPrefix(strings.TrimSpace(s), prefix) {
-			n++
-		}
-	}
-	return n
 }

@@ -31,7 +31,7 @@ func TestCreateMany_batchesAndDropsNotFound(t *testing.T) {
 	if err := products.CreateMany(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.sql.count("INSERT"); n != 3 {
+	if n := e.sql.Count("INSERT"); n != 3 {
 		t.Fatalf("CreateMany of 2,500 rows ran %d INSERTs, want 3 (batches of 1,000)", n)
 	}
 	// The invalidations are pipelined: one DEL round trip per entity, not
@@ -65,7 +65,7 @@ func TestCreateMany_batchesAndDropsNotFound(t *testing.T) {
 	if err := products.CreateMany(ctx, []product{{ID: "ok", Slug: "ok"}, {Slug: "no-id"}}); !errors.Is(err, repo.ErrInvalidID) {
 		t.Fatalf("CreateMany with a missing string id: %v, want ErrInvalidID", err)
 	}
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("a refused CreateMany ran %d statements", n)
 	}
 }
@@ -113,7 +113,7 @@ func TestCreateMany_addsToFilters(t *testing.T) {
 		isNotFound(t, err)
 	}
 	// 20 mappings and 20 rows to load, and at most a few false positives.
-	if n := e.sql.count("SELECT"); n < 40 || n > 50 {
+	if n := e.sql.Count("SELECT"); n < 40 || n > 50 {
 		t.Fatalf("GetBy of 20 created and 200 absent slugs ran %d SELECTs, want 40 to 50", n)
 	}
 }
@@ -150,7 +150,7 @@ func TestPutMany_noStaleReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 batches: a SELECT of the old slugs and an upsert each.
-	if ins, sel := e.sql.count("INSERT"), e.sql.count("SELECT"); ins != 3 || sel != 3 {
+	if ins, sel := e.sql.Count("INSERT"), e.sql.Count("SELECT"); ins != 3 || sel != 3 {
 		t.Fatalf("PutMany of 11 rows in batches of 4 ran %d INSERTs and %d SELECTs, want 3 and 3", ins, sel)
 	}
 	for i, p := range upd {
@@ -177,7 +177,7 @@ func TestPutMany_noStaleReads(t *testing.T) {
 			t.Errorf("PutMany with %s: %v, want ErrInvalidID", name, err)
 		}
 	}
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("refused PutMany calls ran %d statements", n)
 	}
 }

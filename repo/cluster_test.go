@@ -42,8 +42,8 @@ func TestRepository_cluster(t *testing.T) {
 		if err != nil || len(got) != len(rows) {
 			t.Fatalf("round %d: GetMany = %d rows, %v", round, len(got), err)
 		}
-		if want := 1 - round; e.sql.count("SELECT") != want {
-			t.Fatalf("round %d: %d SELECTs, want %d", round, e.sql.count("SELECT"), want)
+		if want := 1 - round; e.sql.Count("SELECT") != want {
+			t.Fatalf("round %d: %d SELECTs, want %d", round, e.sql.Count("SELECT"), want)
 		}
 	}
 	u := rows[7]

@@ -91,7 +91,7 @@ func TestWarmFilter_absentReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Keyset pages of 5,000: 10 full pages and the empty one that ends it.
-	if pages := e.sql.count("SELECT"); pages != 11 {
+	if pages := e.sql.Count("SELECT"); pages != 11 {
 		t.Errorf("WarmFilter ran %d SELECTs, want 11", pages)
 	}
 
@@ -114,9 +114,9 @@ func TestWarmFilter_absentReads(t *testing.T) {
 			t.Fatalf("GetMany of absent ids returned %d users", len(got))
 		}
 	}
-	loaded := e.sql.params()
+	loaded := e.sql.Params()
 	t.Logf("%d absent reads: %d ids reached SQL (%.2f%%) in %d statements; stats %+v",
-		n, loaded, 100*float64(loaded)/n, e.sql.count(""), users.Stats())
+		n, loaded, 100*float64(loaded)/n, e.sql.Count(""), users.Stats())
 	if limit := n * 15 / 1000; loaded > limit {
 		t.Fatalf("%d absent reads sent %d ids to SQL, the limit is %d (1.5%%)", n, loaded, limit)
 	}
@@ -139,7 +139,7 @@ func TestWarmFilter_absentReads(t *testing.T) {
 	if nf := readAll(t, users, single); nf != len(single) {
 		t.Fatalf("%d of %d absent ids answered ErrNotFound", nf, len(single))
 	}
-	if q := e.sql.count(""); q > len(single)*3/100 {
+	if q := e.sql.Count(""); q > len(single)*3/100 {
 		t.Fatalf("%d single absent reads ran %d SQL statements", len(single), q)
 	}
 
@@ -237,7 +237,7 @@ func TestWarmFilter_uniqueKey(t *testing.T) {
 			t.Fatalf("listing %d: %v, %v", i, ok, err)
 		}
 	}
-	if ins := e.sql.count("INSERT"); ins != 0 {
+	if ins := e.sql.Count("INSERT"); ins != 0 {
 		t.Fatalf("%d INSERTs for listings the warmed filter knows", ins)
 	}
 	noFilter := e.users(t, repo.Options{})

@@ -36,7 +36,7 @@ func TestGetBy_filter(t *testing.T) {
 		_, err := products.GetBy(ctx, "slug", fmt.Sprintf("absent-%d", i))
 		isNotFound(t, err)
 	}
-	if n := e.sql.count("SELECT"); n > 25 {
+	if n := e.sql.Count("SELECT"); n > 25 {
 		t.Fatalf("500 GetBy of absent slugs ran %d SELECTs, want at most 25", n)
 	}
 	// Warmed slugs pass.
@@ -87,7 +87,7 @@ func TestGetBy_filter(t *testing.T) {
 	e.reset()
 	_, err = products.GetBy(ctx, "slug", "side-door")
 	isNotFound(t, err)
-	if n := e.sql.count("SELECT"); n != 0 {
+	if n := e.sql.Count("SELECT"); n != 0 {
 		t.Fatalf("GetBy of a slug the filter never saw ran %d SELECTs", n)
 	}
 	if err := products.WarmFilter(ctx); err != nil {
@@ -115,7 +115,7 @@ func TestGetBy_noFilter_selectsEachAbsentSlug(t *testing.T) {
 		_, err := products.GetBy(ctx, "slug", fmt.Sprintf("absent-%d", i))
 		isNotFound(t, err)
 	}
-	if n := e.sql.count("SELECT"); n != 20 {
+	if n := e.sql.Count("SELECT"); n != 20 {
 		t.Fatalf("20 GetBy of absent slugs ran %d SELECTs, want 20", n)
 	}
 }

@@ -24,7 +24,7 @@ func TestRepository_GetBy(t *testing.T) {
 	if err != nil || got.ID != u.ID {
 		t.Fatalf("GetBy = %+v, %v", got, err)
 	}
-	if n := e.sql.count("SELECT"); n != 2 {
+	if n := e.sql.Count("SELECT"); n != 2 {
 		t.Fatalf("cold GetBy ran %d SELECTs, want 2 (the mapping, the row)", n)
 	}
 	// Warm: the mapping and the row both come from Redis. The Go field
@@ -34,7 +34,7 @@ func TestRepository_GetBy(t *testing.T) {
 	if err != nil || got.ID != u.ID {
 		t.Fatalf("warm GetBy = %+v, %v", got, err)
 	}
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("warm GetBy ran %d SQL statements", n)
 	}
 	if n := e.cmds.count("get"); n != 2 {
@@ -126,7 +126,7 @@ func TestRepository_GetBy_staleMapping(t *testing.T) {
 		if got, err := users.GetBy(ctx, "email", "a@example.com"); err != nil || got.ID != b.ID {
 			t.Fatalf("GetBy = %+v, %v", got, err)
 		}
-		if n := e.sql.count(""); n != want {
+		if n := e.sql.Count(""); n != want {
 			t.Fatalf("GetBy ran %d SQL statements, want %d", n, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -28,7 +29,7 @@ type env struct {
 	rdb   redis.UniversalClient
 	ns    string
 	cache *cacheaside.Cache
-	sql   *sqlCounter
+	sql   *testkit.SQLCounter
 	cmds  *cmdCounter
 }
 
@@ -51,8 +52,7 @@ func newEnvOn(t *testing.T, db *gorm.DB, rdb redis.UniversalClient, ns string) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	e := &env{db: db, rdb: rdb, ns: ns, cache: cache, sql: &sqlCounter{}, cmds: &cmdCounter{}}
-	e.sql.register(t, db)
+	e := &env{db: db, rdb: rdb, ns: ns, cache: cache, sql: testkit.CountSQL(t, db), cmds: &cmdCounter{}}
 	rdb.AddHook(e.cmds)
 	return e
 }
@@ -88,77 +88,8 @@ func (e *env) listings(t *testing.T, o repo.Options) *repo.Repository[sample.Lis
 
 // reset zeroes both counters.
 func (e *env) reset() {
-	e.sql.reset()
+	e.sql.Reset()
 	e.cmds.reset()
-}
-
-// sqlCounter records every statement GORM runs on a database, through
-// callbacks registered after each processor's main step.
-type sqlCounter struct {
-	mu    sync.Mutex
-	stmts []string
-	vars  int // bound parameters of all statements
-}
-
-func (c *sqlCounter) register(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	rec := func(tx *gorm.DB) {
-		if tx.Error != nil && tx.Statement.SQL.Len() == 0 {
-			return
-		}
-		c.mu.Lock()
-		c.stmts = append(c.stmts, tx.Statement.SQL.String())
-		c.vars += len(tx.Statement.Vars)
-		c.mu.Unlock()
-	}
-	cb := db.Callback()
-	for _, err := range []error{
-		cb.Create().After("gorm:create").Register("repotest:count", rec),
-		cb.Query().After("gorm:query").Register("repotest:count", rec),
-		cb.Update().After("gorm:update").Register("repotest:count", rec),
-		cb.Delete().After("gorm:delete").Register("repotest:count", rec),
-		cb.Row().After("gorm:row").Register("repotest:count", rec),
-		cb.Raw().After("gorm:raw").Register("repotest:count", rec),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func (c *sqlCounter) reset() {
-	c.mu.Lock()
-	c.stmts = nil
-	c.vars = 0
-	c.mu.Unlock()
-}
-
-// params returns how many bound parameters the statements had: for
-// loads by id, how many ids reached the database.
-func (c *sqlCounter) params() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.vars
-}
-
-// count returns how many statements ran that start with prefix ("" for
-// all), e.g. "SELECT".
-func (c *sqlCounter) count(prefix string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, s := range c.stmts {
-		if strings.HasPrefix(strings.TrimSpace(s), prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-func (c *sqlCounter) all() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.stmts...)
 }
 
 // cmdCounter is a go-redis hook that records every command sent, pipelined

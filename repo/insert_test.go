@@ -89,11 +89,11 @@ func TestInsertIfAbsent_concurrent(t *testing.T) {
 						t.Fatalf("pass %d, listing %d: %v, %v", pass, i, ok, err)
 					}
 				}
-				if ins := e.sql.count("INSERT"); ins != 0 {
+				if ins := e.sql.Count("INSERT"); ins != 0 {
 					t.Fatalf("pass %d ran %d INSERTs", pass, ins)
 				}
 			}
-			if q := e.sql.count(""); q != 0 {
+			if q := e.sql.Count(""); q != 0 {
 				t.Fatalf("third pass ran %d SQL statements, want 0", q)
 			}
 		})
@@ -113,8 +113,8 @@ func TestInsertIfAbsent_definitelyNew_noRead(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("listing %d: %v, %v", i, ok, err)
 		}
-		if all, ins := e.sql.count(""), e.sql.count("INSERT"); all != 1 || ins != 1 {
-			t.Fatalf("listing %d: %d statements, %d INSERTs; want only the INSERT: %q", i, all, ins, e.sql.all())
+		if all, ins := e.sql.Count(""), e.sql.Count("INSERT"); all != 1 || ins != 1 {
+			t.Fatalf("listing %d: %d statements, %d INSERTs; want only the INSERT: %q", i, all, ins, e.sql.All())
 		}
 	}
 	// The created listing reads through the cache, and its id passes the

@@ -50,8 +50,8 @@ func TestRepository_sampleService(t *testing.T) {
 	if got.Email != u.Email || got.Name != u.Name {
 		t.Fatalf("first get = %+v, want %+v", got, u)
 	}
-	if n := e.sql.count(""); n != 1 {
-		t.Fatalf("first get ran %d SQL statements, want 1: %q", n, e.sql.all())
+	if n := e.sql.Count(""); n != 1 {
+		t.Fatalf("first get ran %d SQL statements, want 1: %q", n, e.sql.All())
 	}
 	hits := users.Stats().Hits
 	e.reset()
@@ -59,8 +59,8 @@ func TestRepository_sampleService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := e.sql.count(""); n != 0 {
-		t.Fatalf("second get ran %d SQL statements, want 0: %q", n, e.sql.all())
+	if n := e.sql.Count(""); n != 0 {
+		t.Fatalf("second get ran %d SQL statements, want 0: %q", n, e.sql.All())
 	}
 	if n := e.cmds.count("get"); n != 1 || e.cmds.count("") != 1 {
 		t.Fatalf("second get sent %d GETs and %d commands, want 1 and 1", n, e.cmds.count(""))
@@ -95,7 +95,7 @@ func TestRepository_sampleService(t *testing.T) {
 	e.reset()
 	_, err = users.Get(ctx, u.ID)
 	isNotFound(t, err)
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("get of a cached absence ran %d SQL statements", n)
 	}
 	if ok, err := users.Exists(ctx, u.ID); ok || err != nil {
@@ -133,8 +133,8 @@ func TestRepository_sampleService(t *testing.T) {
 	if n := e.cmds.count("mget"); n != 1 {
 		t.Errorf("GetMany sent %d MGETs, want 1", n)
 	}
-	if n, sel := e.sql.count(""), e.sql.count("SELECT"); n != 1 || sel != 1 {
-		t.Errorf("GetMany ran %d SQL statements (%d SELECTs), want 1 SELECT: %q", n, sel, e.sql.all())
+	if n, sel := e.sql.Count(""), e.sql.Count("SELECT"); n != 1 || sel != 1 {
+		t.Errorf("GetMany ran %d SQL statements (%d SELECTs), want 1 SELECT: %q", n, sel, e.sql.All())
 	}
 	if len(many) != 100 {
 		t.Fatalf("GetMany returned %d users, want 100", len(many))
@@ -149,7 +149,7 @@ func TestRepository_sampleService(t *testing.T) {
 	if _, err := users.GetMany(ctx, ids); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Errorf("second GetMany ran %d SQL statements", n)
 	}
 }
@@ -175,7 +175,7 @@ func TestRepository_GetMany_absentAndDuplicates(t *testing.T) {
 	if len(got) != 2 || got[a.ID].Email != a.Email || got[b.ID].Email != b.Email {
 		t.Fatalf("GetMany = %+v", got)
 	}
-	if n := e.sql.count("SELECT"); n != 1 {
+	if n := e.sql.Count("SELECT"); n != 1 {
 		t.Fatalf("GetMany ran %d SELECTs, want 1", n)
 	}
 	// The absent ids are null-cached: asking again costs no SQL.
@@ -184,12 +184,12 @@ func TestRepository_GetMany_absentAndDuplicates(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("second GetMany = %v, %v", got, err)
 	}
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("second GetMany ran %d SQL statements, want 0", n)
 	}
 	_, err = users.Get(ctx, 1_000_002)
 	isNotFound(t, err)
-	if n := e.sql.count(""); n != 0 {
+	if n := e.sql.Count(""); n != 0 {
 		t.Fatalf("Get of a null-cached id ran %d SQL statements", n)
 	}
 
@@ -198,7 +198,7 @@ func TestRepository_GetMany_absentAndDuplicates(t *testing.T) {
 	if got, err := users.GetMany(ctx, nil); err != nil || len(got) != 0 {
 		t.Fatalf("GetMany(nil) = %v, %v", got, err)
 	}
-	if e.cmds.count("")+e.sql.count("") != 0 {
+	if e.cmds.count("")+e.sql.Count("") != 0 {
 		t.Fatal("GetMany(nil) did some work")
 	}
 }
@@ -228,7 +228,7 @@ func TestRepository_GetMany_chunked(t *testing.T) {
 	if len(got) != 100 {
 		t.Fatalf("got %d users", len(got))
 	}
-	if n := e.sql.count("SELECT"); n != 3 {
+	if n := e.sql.Count("SELECT"); n != 3 {
 		t.Fatalf("100 misses with BatchSize 40 ran %d SELECTs, want 3", n)
 	}
 	if n := e.cmds.count("mget"); n != 1 {

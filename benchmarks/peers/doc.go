@@ -29,7 +29,7 @@
 //
 // Two Go benchmarks compare asidekit's guards with their usual
 // alternatives: BenchmarkObtainRelease (guard/lock against bsm/redislock)
-// and BenchmarkRedisRate_Allow (go-redis/redis_rate's GCRA, the
-// counterpart of guard/limit's BenchmarkAllow/gcra). They are here rather
-// than in those packages so that the library's go.mod requires neither.
+// and BenchmarkGCRA (guard/limit's GCRA against go-redis/redis_rate's),
+// each side by side in one run. They are here rather than in those
+// packages so that the library's go.mod requires neither.
 package peers

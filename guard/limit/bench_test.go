@@ -2,11 +2,10 @@ package limit
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
@@ -16,9 +15,9 @@ import (
 // private redis-server, so that its command statistics are theirs alone:
 // besides the client's ns/op they report srv-µs/op, the time Redis spent
 // running the scripts, which a loaded client machine does not distort.
-// go-redis/redis_rate's GCRA, to compare with BenchmarkAllow/gcra, is
-// BenchmarkRedisRate_Allow in the module benchmarks/peers (the library
-// does not require redis_rate).
+// go-redis/redis_rate's GCRA is compared with this package's, side by
+// side, by BenchmarkGCRA in the module benchmarks/peers (the library does
+// not require redis_rate).
 
 // benchServer starts a private redis-server and returns a client of it.
 func benchServer(b *testing.B) *redis.Client {
@@ -27,44 +26,6 @@ func benchServer(b *testing.B) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	b.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// scriptMicros returns the µs Redis has spent in EVAL and EVALSHA.
-func scriptMicros(b *testing.B, c *redis.Client) float64 {
-	b.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := 0.0
-	for _, line := range strings.Split(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || name != "cmdstat_eval" && name != "cmdstat_evalsha" {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				us, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += us
-			}
-		}
-	}
-	return total
-}
-
-// loop runs op b.N times and reports the server time per op.
-func loop(b *testing.B, c *redis.Client, op func() error) {
-	b.Helper()
-	before := scriptMicros(b, c)
-	for b.Loop() {
-		if err := op(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric((scriptMicros(b, c)-before)/float64(b.N), "srv-µs/op")
 }
 
 func BenchmarkAllow(b *testing.B) {
@@ -97,7 +58,7 @@ func BenchmarkAllow(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			loop(b, c, func() error {
+			testkit.ScriptLoop(b, c, func() error {
 				_, err := lim.Allow(ctx, "bench")
 				return err
 			})
@@ -109,7 +70,7 @@ func BenchmarkAllow(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
-		loop(b, c, func() error { // TryAcquire and Release: two round trips
+		testkit.ScriptLoop(b, c, func() error { // TryAcquire and Release: two round trips
 			l, err := s.TryAcquire(ctx, "bench")
 			if err != nil {
 				return err
