@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/faultproxy"
 )
 
 // bucketWidth is the avalanche timeline's resolution.
@@ -60,10 +62,10 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 	ttl := p.TTL
 	window := time.Duration(float64(p.TTL)*(1+max(p.Jitter, 0))) + p.Tail
 	var clients func() redis.UniversalClient
-	var px *proxy
+	var px *faultproxy.Proxy
 	if v.Outage {
 		var err error
-		if px, err = newProxy(env.RedisAddrs[0]); err != nil {
+		if px, err = faultproxy.New(env.RedisAddrs[0]); err != nil {
 			return row, err
 		}
 		defer px.Close()
@@ -96,7 +98,7 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 			sleepCtx(ctx, time.Until(t0.Add(p.OutageAt)))
 			px.Cut()
 			sleepCtx(ctx, p.OutageFor)
-			px.Restore()
+			px.Heal()
 		}()
 	}
 	l := p.Load.norm()

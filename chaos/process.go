@@ -7,6 +7,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/guard/lock"
+	"github.com/asidekit/asidekit/internal/faultproxy"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/seqgen"
 	"github.com/redis/go-redis/v9"
@@ -31,7 +32,7 @@ const (
 // repositories, locker, limiter and generator, each behind its proxies.
 type process struct {
 	id                       int
-	cacheLink, guardLink, pg *proxy
+	cacheLink, guardLink, pg *faultproxy.Proxy
 	cacheRDB, guardRDB       *redis.Client
 	db                       *gorm.DB
 	cache                    *cacheaside.Cache
@@ -84,13 +85,13 @@ func newProcess(id int, e *env) (p *process, err error) {
 			p.close()
 		}
 	}()
-	if p.cacheLink, err = newProxy(e.cacheRedis.Addr); err != nil {
+	if p.cacheLink, err = faultproxy.New(e.cacheRedis.Addr); err != nil {
 		return nil, err
 	}
-	if p.guardLink, err = newProxy(e.guardRedis.Addr); err != nil {
+	if p.guardLink, err = faultproxy.New(e.guardRedis.Addr); err != nil {
 		return nil, err
 	}
-	if p.pg, err = newProxy(e.pgAddr); err != nil {
+	if p.pg, err = faultproxy.New(e.pgAddr); err != nil {
 		return nil, err
 	}
 	p.cacheRDB, p.guardRDB = redisClient(p.cacheLink.Addr()), redisClient(p.guardLink.Addr())
@@ -127,7 +128,7 @@ func newProcess(id int, e *env) (p *process, err error) {
 }
 
 // link returns the proxy of l.
-func (p *process) link(l Link) *proxy {
+func (p *process) link(l Link) *faultproxy.Proxy {
 	switch l {
 	case LinkGuard:
 		return p.guardLink
@@ -138,7 +139,7 @@ func (p *process) link(l Link) *proxy {
 }
 
 func (p *process) heal() {
-	for _, l := range []*proxy{p.cacheLink, p.guardLink, p.pg} {
+	for _, l := range []*faultproxy.Proxy{p.cacheLink, p.guardLink, p.pg} {
 		if l != nil {
 			l.Heal()
 		}
@@ -167,7 +168,7 @@ func (p *process) close() {
 			_ = c.Close()
 		}
 	}
-	for _, l := range []*proxy{p.cacheLink, p.guardLink, p.pg} {
+	for _, l := range []*faultproxy.Proxy{p.cacheLink, p.guardLink, p.pg} {
 		if l != nil {
 			_ = l.Close()
 		}

@@ -1,4 +1,9 @@
-package chaos
+// Package faultproxy is a loopback TCP proxy that injects faults into the
+// traffic between a client and one server: the chaos suite puts one in
+// front of every server of each simulated process, and asidebench's
+// avalanche outage cuts one in front of Redis. For tests and benchmarks;
+// the library does not import it.
+package faultproxy
 
 import (
 	"bytes"
@@ -8,8 +13,8 @@ import (
 	"time"
 )
 
-// proxy is a loopback TCP proxy in front of one server, for one simulated
-// process, that injects faults into the traffic through it:
+// Proxy is a loopback TCP proxy in front of one server that injects
+// faults into the traffic through it:
 //
 //   - cut: every connection is closed, new ones are accepted and closed;
 //   - stall: bytes are held, in both directions, until the stall ends
@@ -18,7 +23,7 @@ import (
 //   - drop commit reply (PostgreSQL): a connection that sends a COMMIT
 //     has it delivered, then loses the server's reply and is closed, so
 //     the client cannot tell whether its transaction committed.
-type proxy struct {
+type Proxy struct {
 	ln       net.Listener
 	upstream string
 
@@ -50,21 +55,23 @@ func (l *link) close() {
 	})
 }
 
-func newProxy(upstream string) (*proxy, error) {
+// New starts a proxy on a free loopback port in front of upstream
+// (host:port), passing traffic through until a fault is set.
+func New(upstream string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: map[*link]struct{}{}}
+	p := &Proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: map[*link]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
 }
 
 // Addr is the address clients dial instead of the server's.
-func (p *proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -76,7 +83,7 @@ func (p *proxy) accept() {
 	}
 }
 
-func (p *proxy) serve(c net.Conn) {
+func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	p.mu.Lock()
 	cut := p.cut
@@ -114,7 +121,7 @@ func (p *proxy) serve(c net.Conn) {
 // so that a side that closes while chunks are held (stalled or delayed)
 // closes the link at once: held chunks are dropped, never delivered after
 // their sender gave up.
-func (p *proxy) pipe(l *link, dst, src net.Conn, up bool) {
+func (p *Proxy) pipe(l *link, dst, src net.Conn, up bool) {
 	defer l.close()
 	chunks := make(chan []byte, 64)
 	go func() {
@@ -154,7 +161,7 @@ func (p *proxy) pipe(l *link, dst, src net.Conn, up bool) {
 
 // hold waits out a stall and a delay; it reports false when the link
 // closed (or was cut) meanwhile: the chunk is then dropped.
-func (p *proxy) hold(l *link) bool {
+func (p *Proxy) hold(l *link) bool {
 	for {
 		p.mu.Lock()
 		stall, delay, changed := p.stall, p.delay, p.changed
@@ -184,21 +191,21 @@ func (p *proxy) hold(l *link) bool {
 	}
 }
 
-// links returns the number of proxied connections still open.
-func (p *proxy) links() int {
+// Links returns the number of proxied connections still open.
+func (p *Proxy) Links() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
 }
 
-func (p *proxy) dropping() bool {
+func (p *Proxy) dropping() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.drop
 }
 
 // set changes the proxy's faults under its lock and wakes held chunks.
-func (p *proxy) set(f func()) {
+func (p *Proxy) set(f func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f()
@@ -212,25 +219,28 @@ func (p *proxy) set(f func()) {
 }
 
 // Cut closes every connection and refuses new ones.
-func (p *proxy) Cut() { p.set(func() { p.cut = true }) }
+func (p *Proxy) Cut() { p.set(func() { p.cut = true }) }
 
 // Stall holds all traffic until Heal.
-func (p *proxy) Stall() { p.set(func() { p.stall = true }) }
+func (p *Proxy) Stall() { p.set(func() { p.stall = true }) }
 
 // Slow delays every chunk by d until Heal.
-func (p *proxy) Slow(d time.Duration) { p.set(func() { p.delay = d }) }
+func (p *Proxy) Slow(d time.Duration) { p.set(func() { p.delay = d }) }
 
 // DropCommitReplies makes connections that send a COMMIT lose the reply
 // and close, until Heal.
-func (p *proxy) DropCommitReplies() { p.set(func() { p.drop = true }) }
+func (p *Proxy) DropCommitReplies() { p.set(func() { p.drop = true }) }
 
 // Heal ends every fault.
-func (p *proxy) Heal() {
+func (p *Proxy) Heal() {
 	p.set(func() { p.cut, p.stall, p.delay, p.drop = false, false, 0, false })
 }
 
+// Dropped returns the number of replies dropped after a COMMIT.
+func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
+
 // Close stops the proxy and waits for its goroutines.
-func (p *proxy) Close() error {
+func (p *Proxy) Close() error {
 	err := p.ln.Close()
 	p.Cut()
 	p.wg.Wait()
