@@ -19,8 +19,16 @@ type Local struct {
 }
 
 // Apply records c if it is newer than what the copy holds for c.Key and
-// reports whether it did. A deletion with Version 0 (a foreign entry
-// removed by Reconcile) removes the key outright.
+// reports whether it did. A change of the same version that says
+// something else is recorded too: writers never publish two values under
+// one version, so it is Reconcile repairing an entry changed in Redis
+// alone, which the copy may have taken from a snapshot. A deletion with
+// Version 0 (a foreign entry removed by Reconcile) removes the key
+// outright.
+//
+// An entry changed in Redis to a version above the table's (a database
+// restored from a backup) is repaired in the hash by Reconcile, but a copy
+// that took it from a snapshot keeps it until the key is written again.
 func (l *Local) Apply(c Change) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -29,7 +37,7 @@ func (l *Local) Apply(c Change) bool {
 		delete(l.entries, c.Key)
 		return ok
 	}
-	if ok && c.Version <= cur.Version {
+	if ok && (c.Version < cur.Version || c.Version == cur.Version && c.Deleted == cur.Deleted && c.Value == cur.Value) {
 		return false
 	}
 	if l.entries == nil {

@@ -33,11 +33,13 @@ func follow(t *testing.T, ctx context.Context, s *configstore.Store, local *conf
 
 func converges(t *testing.T, local *configstore.Local, want func() map[string]string) {
 	t.Helper()
-	var last map[string]string
-	eventually(t, "the local copy to converge", func() bool {
-		last = want()
-		return mapsEqual(local.All(), last)
-	})
+	deadline := time.Now().Add(15 * time.Second)
+	for !mapsEqual(local.All(), want()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the local copy to converge: it holds %v, want %v", local.All(), want())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // A process keeps a local copy from Watch while another writes.
@@ -96,6 +98,29 @@ func TestStore_Watch_missedChange_reconcileCatchesUp(t *testing.T) {
 		t.Fatalf("Reconcile = %+v, %v", r, err)
 	}
 	converges(t, &local, func() map[string]string { return map[string]string{"a": "1b"} })
+}
+
+// A value changed in Redis alone, under the same version, that a Watch
+// snapshot handed to the copy, is repaired in the copy too when Reconcile
+// repairs the hash (its repair has that same version).
+func TestStore_Watch_snapshotOfDriftRepaired(t *testing.T) {
+	t.Parallel()
+	b := newBackends(t)
+	ctx := ctxT(t)
+	s := b.store(t, b.r.Client, b.pg.DB, nil)
+	if err := s.SetMany(ctx, map[string]string{"a": "1", "b": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.r.Client.HSet(ctx, s.Key(), "a", "1:drift").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var local configstore.Local
+	follow(t, ctx, b.store(t, b.r.NewClient(t), b.pg.DB, nil), &local)
+	converges(t, &local, func() map[string]string { return map[string]string{"a": "drift", "b": "2"} })
+	if r, err := s.Reconcile(ctx); err != nil || r.Fixes() != 1 {
+		t.Fatalf("Reconcile = %+v, %v", r, err)
+	}
+	converges(t, &local, func() map[string]string { return map[string]string{"a": "1", "b": "2"} })
 }
 
 // Notifications published while the subscription is down are lost; the
