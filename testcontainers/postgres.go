@@ -106,17 +106,12 @@ func createDatabase(admin, prefix string) (db *PostgresDB, drop func() error, er
 	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
 		return nil, nil, fmt.Errorf("create database: %w", err)
 	}
-	dsn, err := withDatabase(admin, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	gdb, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open database %s: %w", name, err)
-	}
+	var gdb *gorm.DB
 	drop = func() error {
-		if sqlDB, err := gdb.DB(); err == nil {
-			_ = sqlDB.Close()
+		if gdb != nil {
+			if sqlDB, err := gdb.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -124,6 +119,14 @@ func createDatabase(admin, prefix string) (db *PostgresDB, drop func() error, er
 			return fmt.Errorf("drop database %s: %w", name, err)
 		}
 		return nil
+	}
+	dsn, err := withDatabase(admin, name)
+	if err == nil {
+		gdb, err = gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	}
+	if err != nil {
+		_ = drop() // not left behind
+		return nil, nil, fmt.Errorf("open database %s: %w", name, err)
 	}
 	return &PostgresDB{DB: gdb, DSN: dsn, Name: name}, drop, nil
 }
