@@ -172,7 +172,9 @@ func TestScenarios_real(t *testing.T) {
 			t.Errorf("peak DB loads per 100 ms: jitter %v, no_jitter %v; want jitter at most half", j, nj)
 		}
 		for _, v := range []string{"no_jitter", "jitter"} {
-			if got := metric(t, res, v, benchmarks.MetricDBLoads); got < 150 {
+			// Like the peaks, the reload count needs readers that held their
+			// rate: a starved run reads few keys after their expiry.
+			if got := metric(t, res, v, benchmarks.MetricDBLoads); dropped == 0 && got < 150 {
 				t.Errorf("%s: db_loads = %v, want most of the 300 keys reloaded once their TTL passed", v, got)
 			}
 			if tl := res.Row(v).Timeline; len(tl) < 20 {
