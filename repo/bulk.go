@@ -3,7 +3,6 @@ package repo
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -61,7 +60,7 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 			}
 		}
 		for i := range vs {
-			if err := view.upkeep(ctx, &vs[i], nil, true); err != nil {
+			if err := view.upkeep(ctx, nil, &vs[i]); err != nil {
 				return err
 			}
 		}
@@ -97,7 +96,7 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 	}
 	return r.inTx(ctx, func(view *Repository[T, ID]) error {
 		for _, batch := range c.batches(vs) {
-			old, err := view.oldKeysMany(ctx, batch)
+			old, err := view.readBeforeMany(ctx, batch)
 			if err != nil {
 				return err
 			}
@@ -110,7 +109,11 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 			}
 			for i := range batch {
 				id, _ := c.idOf(ctx, &batch[i])
-				if err := view.upkeep(ctx, &batch[i], old[id], true); err != nil {
+				before := old[id]
+				if old == nil { // no unique key: the row may have existed
+					before = &rowKeys{}
+				}
+				if err := view.upkeep(ctx, before, &batch[i]); err != nil {
 					return err
 				}
 			}
@@ -138,57 +141,4 @@ func (c *core[T, ID]) batches(vs []T) [][]T {
 		out = append(out, vs[start:min(start+size, len(vs))])
 	}
 	return out
-}
-
-// oldKeysMany reads the unique-column values of the rows of batch that
-// exist, with one SELECT … IN; rows absent from the map are new.
-func (r *Repository[T, ID]) oldKeysMany(ctx context.Context, batch []T) (map[ID][]oldKey, error) {
-	c := r.c
-	if len(c.lookups) == 0 {
-		return nil, nil
-	}
-	ids := make([]any, len(batch))
-	for i := range batch {
-		ids[i], _ = c.idOf(ctx, &batch[i])
-	}
-	var rows []T
-	in := clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}, Values: ids}
-	if err := r.conn(ctx).Select(c.keyCols()).Where(in).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", c.name, err)
-	}
-	old := make(map[ID][]oldKey, len(rows))
-	for i := range rows {
-		keys, err := c.oldKeysOf(ctx, &rows[i])
-		if err != nil {
-			return nil, err
-		}
-		id, _ := c.idOf(ctx, &rows[i])
-		old[id] = keys
-	}
-	return old, nil
-}
-
-// keyCols are the columns oldKeysOf reads: the primary key and every
-// unique key's.
-func (c *core[T, ID]) keyCols() []string {
-	cols := []string{c.pk.DBName}
-	for _, l := range c.lookups {
-		for _, f := range l.fields {
-			cols = append(cols, f.DBName)
-		}
-	}
-	return cols
-}
-
-// oldKeysOf returns row's key in each lookup.
-func (c *core[T, ID]) oldKeysOf(ctx context.Context, row *T) ([]oldKey, error) {
-	rv := reflect.ValueOf(row).Elem()
-	keys := make([]oldKey, len(c.lookups))
-	for i, l := range c.lookups {
-		var err error
-		if keys[i].key, keys[i].ok, err = l.key(ctx, rv); err != nil {
-			return nil, err
-		}
-	}
-	return keys, nil
 }

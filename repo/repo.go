@@ -13,6 +13,7 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Repository is a typed repository of the rows of T, keyed by ID, that
@@ -46,6 +47,7 @@ type core[T any, ID comparable] struct {
 	softDel *schema.Field
 	// claimErr is why New could not check the entity's owner (Claim).
 	claimErr error
+	shape    shape // of the cache, for planChange
 }
 
 // New returns the repository of T's table. T must be a GORM model with a
@@ -126,7 +128,10 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	if c.ent, err = cacheaside.NewEntity[T](cache, o.Name, pol); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return &Repository[T, ID]{c: c}, nil
+	c.shape = c.shapeOf()
+	r := &Repository[T, ID]{c: c}
+	rowchange.Register(r, &feed[T, ID]{c: c, base: &Repository[T, ID]{c: c}})
+	return r, nil
 }
 
 // Name returns the entity's name in Redis keys.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // scanCount is the COUNT hint of InvalidateAll's SCAN, and the most ids
@@ -23,7 +25,7 @@ const scanCount = 1000
 // node: a tool for rare events, not for routine invalidation.
 func (r *Repository[T, ID]) InvalidateAll(ctx context.Context) error {
 	c := r.c
-	targets := []invalidator{c.ent}
+	targets := []rowchange.Invalidator{c.ent}
 	for _, l := range c.lookups {
 		targets = append(targets, l.ent)
 	}
@@ -41,7 +43,7 @@ type keyer interface {
 }
 
 // invalidateScan invalidates every id of e that has a key in Redis.
-func invalidateScan(ctx context.Context, client redis.UniversalClient, e invalidator) error {
+func invalidateScan(ctx context.Context, client redis.UniversalClient, e rowchange.Invalidator) error {
 	k, err := e.(keyer).Key("0")
 	if err != nil {
 		return err

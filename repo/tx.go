@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Tx is a database transaction that holds back cache upkeep until it
@@ -16,7 +18,7 @@ type Tx struct {
 	db *gorm.DB
 
 	mu    sync.Mutex // guards after and done
-	after upkeep
+	after rowchange.Work
 	done  bool // committed or rolled back: nothing more may be queued
 }
 
@@ -45,7 +47,7 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if err != nil {
 		return err
 	}
-	return after.run(ctx)
+	return runAfterCommit(ctx, &after)
 }
 
 // Transaction runs fn in a nested transaction (a savepoint). What fn's
@@ -73,30 +75,30 @@ func (t *Tx) DB() *gorm.DB { return t.db }
 
 // queue adds u to the work to do after the commit. A Tx that already
 // ended takes nothing more: its writes failed anyway.
-func (t *Tx) queue(u *upkeep) {
+func (t *Tx) queue(u *rowchange.Work) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
-		t.after.merge(u)
+		t.after.Merge(u)
 	}
 }
 
 // finish ends the Tx and returns its queue.
-func (t *Tx) finish() upkeep {
+func (t *Tx) finish() rowchange.Work {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
 	after := t.after
-	t.after = upkeep{}
+	t.after = rowchange.Work{}
 	return after
 }
 
 // afterWrite queues u after the commit of the view's transaction, or runs
 // it now when the view has none (the write has succeeded already).
-func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *upkeep) error {
+func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *rowchange.Work) error {
 	if r.tx != nil {
 		r.tx.queue(u)
 		return nil
 	}
-	return u.run(ctx)
+	return runAfterCommit(ctx, u)
 }

@@ -2,10 +2,10 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // AfterCommitTimeout bounds the cache upkeep (invalidations, filter adds)
@@ -15,109 +15,47 @@ import (
 // cached for a whole TTL.
 const AfterCommitTimeout = 5 * time.Second
 
-// invalidator is a cacheaside.Entity of any type.
-type invalidator interface {
-	Invalidate(ctx context.Context, ids ...string) error
-	Name() string
-}
-
-// adder is a *bloom.Filter.
-type adder interface {
-	AddMany(ctx context.Context, keys []string) error
-}
-
-// upkeep is the cache work that follows committed writes: keys to add to
-// filters and ids to invalidate, merged by target, so that a transaction
-// of a thousand Creates costs one pipelined AddMany and one pipelined
-// Invalidate per target, not two thousand round trips.
-type upkeep struct {
-	targets []any // *addTarget or *invTarget, in first-use order
-	adds    map[adder]*addTarget
-	invs    map[invalidator]*invTarget
-}
-
-type addTarget struct {
-	f    adder
-	name string
-	keys []string
-}
-
-type invTarget struct {
-	e   invalidator
-	ids []string
-}
-
-func (u *upkeep) add(f adder, name string, keys ...string) {
-	if u.adds == nil {
-		u.adds = map[adder]*addTarget{}
+// queue adds the cache work of ch, as planChange decides it, to w: the
+// entity's and the lookups' invalidations and the filters' adds. Values
+// too long to be a mapping's cache id are never cached, so they have no
+// mapping to drop.
+func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
+	p := planChange(ch, c.shape)
+	if c.filter != nil {
+		w.Add(c.filter, c.name, p.filterIDs...)
 	}
-	t := u.adds[f]
-	if t == nil {
-		t = &addTarget{f: f, name: name}
-		u.adds[f] = t
-		u.targets = append(u.targets, t)
-	}
-	t.keys = append(t.keys, keys...)
-}
-
-func (u *upkeep) invalidate(e invalidator, ids ...string) {
-	if u.invs == nil {
-		u.invs = map[invalidator]*invTarget{}
-	}
-	t := u.invs[e]
-	if t == nil {
-		t = &invTarget{e: e}
-		u.invs[e] = t
-		u.targets = append(u.targets, t)
-	}
-	t.ids = append(t.ids, ids...)
-}
-
-// merge appends o's work to u's.
-func (u *upkeep) merge(o *upkeep) {
-	for _, t := range o.targets {
-		switch t := t.(type) {
-		case *addTarget:
-			u.add(t.f, t.name, t.keys...)
-		case *invTarget:
-			u.invalidate(t.e, t.ids...)
+	w.Invalidate(c.ent, p.ids...)
+	for i, l := range c.lookups {
+		if l.filter != nil {
+			w.Add(l.filter, l.name, p.adds[i]...)
+		}
+		for _, k := range p.maps[i] {
+			if l.cacheable(k) {
+				w.Invalidate(l.ent, k)
+			}
 		}
 	}
 }
 
-// run does the work, bounded by AfterCommitTimeout. Targets are
-// independent (different filters and entities), so they run concurrently
-// and a write waits for about one round trip. Every target is tried even
-// when another fails; the error matches ErrAfterCommit.
-func (u *upkeep) run(ctx context.Context) error {
-	if len(u.targets) == 0 {
+// shapeOf is the shape planChange needs of c.
+func (c *core[T, ID]) shapeOf() shape {
+	s := shape{filter: c.filter != nil, filters: make([]bool, len(c.lookups))}
+	for i, l := range c.lookups {
+		s.filters[i] = l.filter != nil
+	}
+	return s
+}
+
+// runAfterCommit runs w, bounded by AfterCommitTimeout and detached from
+// ctx's cancellation; an error matches ErrAfterCommit.
+func runAfterCommit(ctx context.Context, w *rowchange.Work) error {
+	if w.Len() == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterCommitTimeout)
 	defer cancel()
-	errs := make([]error, len(u.targets))
-	var wg sync.WaitGroup
-	for i, t := range u.targets[1:] {
-		wg.Go(func() { errs[i+1] = runTarget(ctx, t) })
-	}
-	errs[0] = runTarget(ctx, u.targets[0])
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := w.Run(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
-	}
-	return nil
-}
-
-func runTarget(ctx context.Context, t any) error {
-	switch t := t.(type) {
-	case *addTarget:
-		if err := t.f.AddMany(ctx, t.keys); err != nil {
-			return fmt.Errorf("repo: add %d keys to filter %s: %w", len(t.keys), t.name, err)
-		}
-	case *invTarget:
-		if err := t.e.Invalidate(ctx, t.ids...); err != nil {
-			return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(t.ids), t.e.Name(), err)
-		}
 	}
 	return nil
 }

@@ -3,9 +3,10 @@ package repo
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Create inserts v (GORM's Create, which fills in the generated primary
@@ -38,7 +39,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 		if err := r.conn(ctx).Create(v).Error; err != nil {
 			return wrapErr(r.c.name+": create", dbErr(err))
 		}
-		return r.upkeep(ctx, v, nil, true)
+		return r.upkeep(ctx, nil, v)
 	}
 	res := r.conn(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
@@ -54,7 +55,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if res.RowsAffected == 0 {
 		return wrapErr(r.c.name+" "+key+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
 	}
-	return r.upkeep(ctx, v, nil, true)
+	return r.upkeep(ctx, nil, v)
 }
 
 // Update writes every column of v to the row with v's primary key (GORM's
@@ -66,7 +67,7 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	old, _, err := r.oldKeys(ctx, id)
+	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,10 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	return r.upkeep(ctx, v, old, false)
+	if before == nil { // the row was inserted meanwhile: its values are unknown
+		before = &rowKeys{id: key}
+	}
+	return r.upkeep(ctx, before, v)
 }
 
 // Put inserts v or, when a row with its primary key exists, overwrites
@@ -97,9 +101,12 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	old, _, err := r.oldKeys(ctx, id)
+	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
+	}
+	if before != nil && len(r.c.lookups) == 0 { // not read: the row may be new
+		before.id = ""
 	}
 	// RETURNING reads back what the row holds now: on a conflict GORM
 	// stamps updated_at with a time of its own and keeps created_at, so v's
@@ -111,7 +118,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return wrapErr(r.c.name+" "+key+": put", dbErr(err))
 	}
-	return r.upkeep(ctx, v, old, true)
+	return r.upkeep(ctx, before, v)
 }
 
 // Delete deletes the row with primary key id (a soft delete when T has a
@@ -123,9 +130,12 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	old, _, err := r.oldKeys(ctx, id)
+	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
+	}
+	if before == nil { // inserted meanwhile: its values are unknown
+		before = &rowKeys{id: key}
 	}
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
@@ -134,14 +144,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	var u upkeep
-	u.invalidate(r.c.ent, key)
-	for i, l := range r.c.lookups {
-		if old[i].ok && l.cacheable(old[i].key) {
-			u.invalidate(l.ent, old[i].key)
-		}
-	}
-	return r.afterWrite(ctx, &u)
+	return r.apply(ctx, rowChange{before: before})
 }
 
 // keyOfRow returns v's primary key and its cache id; a nil v or a zero key
@@ -158,74 +161,19 @@ func (r *Repository[T, ID]) keyOfRow(ctx context.Context, v *T, op string) (ID, 
 	return id, key, err
 }
 
-// oldKey is a row's key in one lookup before a write; ok is false when the
-// row or the value was absent.
-type oldKey struct {
-	key string
-	ok  bool
-}
-
-// oldKeys reads the unique-column values of row id before a write, one per
-// lookup (none when the model has no unique key: no query then). found
-// reports whether the row exists.
-func (r *Repository[T, ID]) oldKeys(ctx context.Context, id ID) (old []oldKey, found bool, err error) {
-	old = make([]oldKey, len(r.c.lookups))
-	if len(r.c.lookups) == 0 {
-		return old, false, nil
-	}
-	var rows []T
-	if err := r.conn(ctx).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
-		return nil, false, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
-	}
-	if len(rows) == 0 {
-		return old, false, nil
-	}
-	if old, err = r.c.oldKeysOf(ctx, &rows[0]); err != nil {
-		return nil, false, err
-	}
-	return old, true, nil
-}
-
-// upkeep queues (or runs) what follows a write of row: with add, adding it
-// to the filters (and, add or not, a unique key's new value to its
-// filter); then invalidating its id, and the mappings of every unique key
-// whose value changed from old (nil: no previous row).
-func (r *Repository[T, ID]) upkeep(ctx context.Context, row *T, old []oldKey, add bool) error {
-	c := r.c
-	_, key, err := r.keyOfRow(ctx, row, "write")
+// upkeep queues (or runs) the cache work of a write that left row in the
+// table in place of before (nil: no row before).
+func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T) error {
+	after, err := r.c.keysOfRow(ctx, row)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
 	}
-	rv := reflect.ValueOf(row).Elem()
-	var u upkeep
-	if add && c.filter != nil {
-		u.add(c.filter, c.name, key)
-	}
-	u.invalidate(c.ent, key)
-	for i, l := range c.lookups {
-		nk, hasNew, err := l.key(ctx, rv)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrAfterCommit, err)
-		}
-		var was oldKey
-		if old != nil {
-			was = old[i]
-		}
-		if l.filter != nil && hasNew && (add || !was.ok || was.key != nk) {
-			u.add(l.filter, l.name, nk)
-		}
-		hasNew = hasNew && l.cacheable(nk)
-		was.ok = was.ok && l.cacheable(was.key)
-		switch {
-		case was.ok && hasNew && was.key == nk:
-			// The mapping did not change.
-		case was.ok && hasNew:
-			u.invalidate(l.ent, was.key, nk)
-		case was.ok:
-			u.invalidate(l.ent, was.key)
-		case hasNew:
-			u.invalidate(l.ent, nk)
-		}
-	}
-	return r.afterWrite(ctx, &u)
+	return r.apply(ctx, rowChange{before: before, after: after})
+}
+
+// apply queues (or runs) the cache work of ch.
+func (r *Repository[T, ID]) apply(ctx context.Context, ch rowChange) error {
+	var w rowchange.Work
+	r.c.queue(&w, ch)
+	return r.afterWrite(ctx, &w)
 }

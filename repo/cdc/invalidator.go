@@ -10,23 +10,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Target is a repository whose table the Invalidator follows: a
-// *repo.Repository of any type. A target that also has a WarmFilter
-// method (as *repo.Repository does) has it called after a lost slot (see
-// the package documentation).
+// *repo.Repository of any type (Register refuses anything else). Its
+// Table names the table, optionally schema-qualified ("public.users");
+// unqualified names are resolved on the server's search_path.
 type Target interface {
-	// Table returns the table's name, optionally schema-qualified
-	// ("public.users"); unqualified names are resolved on the server's
-	// search_path.
 	Table() string
-	// AddChange queues the cache upkeep of a committed row change.
-	AddChange(s *repo.ChangeSet, c repo.Change) error
-	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
-	// slot).
-	InvalidateAll(ctx context.Context) error
 }
 
 // Invalidator follows PostgreSQL's write-ahead log through logical
@@ -38,9 +30,9 @@ type Invalidator struct {
 	repl *pgconn.Config // dsn with replication=database
 	o    Options
 
-	mu      sync.Mutex        // guards targets, tables and running
-	targets []Target          // as registered
-	tables  map[string]Target // by "schema.table", filled by Setup
+	mu      sync.Mutex                 // guards targets, tables and running
+	targets []rowchange.Table          // as registered
+	tables  map[string]rowchange.Table // by "schema.table", filled by Setup
 	running bool
 
 	ctr       counters
@@ -77,16 +69,19 @@ func New(dsn string, opts *Options) (*Invalidator, error) {
 }
 
 // Register adds repositories to follow. Call it before Setup and Run; two
-// targets of the same table are an error matching ErrInvalidOptions.
+// targets of the same table, or a target that is not a *repo.Repository
+// (a WithTx view is not one either), are an error matching
+// ErrInvalidOptions.
 func (inv *Invalidator) Register(targets ...Target) error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	if inv.running {
 		return fmt.Errorf("%w: Register after Run", ErrInvalidOptions)
 	}
-	for _, t := range targets {
-		if t == nil || t.Table() == "" {
-			return fmt.Errorf("%w: nil target or empty table name", ErrInvalidOptions)
+	for _, target := range targets {
+		t, ok := rowchange.Lookup(target)
+		if !ok {
+			return fmt.Errorf("%w: %T is not a repository made by repo.New", ErrInvalidOptions, target)
 		}
 		for _, have := range inv.targets {
 			if have.Table() == t.Table() {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // relation is a table as the last Relation message described it: pgoutput
@@ -13,13 +13,13 @@ import (
 // after any change of its schema (ALTER TABLE), so the columns of a change
 // are always read with the layout they were written with.
 type relation struct {
-	name   string   // "schema.table"
-	cols   []string // column names, in tuple order
-	key    []bool   // part of the replica identity
-	target Target   // nil: not registered
+	name   string          // "schema.table"
+	cols   []string        // column names, in tuple order
+	key    []bool          // part of the replica identity
+	target rowchange.Table // nil: not registered
 }
 
-func newRelation(m *pglogrepl.RelationMessage, targets map[string]Target) *relation {
+func newRelation(m *pglogrepl.RelationMessage, targets map[string]rowchange.Table) *relation {
 	r := &relation{name: m.Namespace + "." + m.RelationName}
 	for _, c := range m.Columns {
 		r.cols = append(r.cols, c.Name)
@@ -54,21 +54,21 @@ func (r *relation) values(t *pglogrepl.TupleData, keyOnly bool) (map[string]any,
 	return m, nil
 }
 
-// change decodes a row change message of r into a repo.Change.
-func (r *relation) change(msg pglogrepl.Message) (repo.Change, error) {
-	var ch repo.Change
+// change decodes a row change message of r into a rowchange.Change.
+func (r *relation) change(msg pglogrepl.Message) (rowchange.Change, error) {
+	var ch rowchange.Change
 	var err error
 	switch m := msg.(type) {
 	case *pglogrepl.InsertMessage:
-		ch.Kind = repo.ChangeInsert
+		ch.Kind = rowchange.Insert
 		ch.New, err = r.values(m.Tuple, false)
 	case *pglogrepl.UpdateMessage:
-		ch.Kind = repo.ChangeUpdate
+		ch.Kind = rowchange.Update
 		if ch.Old, err = r.values(m.OldTuple, m.OldTupleType == pglogrepl.UpdateMessageTupleTypeKey); err == nil {
 			ch.New, err = r.values(m.NewTuple, false)
 		}
 	case *pglogrepl.DeleteMessage:
-		ch.Kind = repo.ChangeDelete
+		ch.Kind = rowchange.Delete
 		ch.Old, err = r.values(m.OldTuple, m.OldTupleType == pglogrepl.DeleteMessageTupleTypeKey)
 	}
 	return ch, err

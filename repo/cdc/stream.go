@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 var (
@@ -50,7 +50,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	inv.ctr.active.Store(true)
 	defer inv.ctr.active.Store(false)
 	inv.mu.Lock()
-	tables, targets := inv.tables, append([]Target(nil), inv.targets...)
+	tables, targets := inv.tables, append([]rowchange.Table(nil), inv.targets...)
 	inv.mu.Unlock()
 	stop := inv.probeServer(ctx)
 	defer stop()
@@ -77,12 +77,12 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 type applier struct {
 	inv     *Invalidator
 	rels    map[uint32]*relation
-	tables  map[string]Target
-	targets []Target // every registered one
+	tables  map[string]rowchange.Table
+	targets []rowchange.Table // every registered one
 
-	set     repo.ChangeSet
-	truncs  []Target // truncated in transactions not yet applied
-	warms   []Target // to warm after a recreated slot (lost inserts)
+	set     rowchange.Work
+	truncs  []rowchange.Table // truncated in transactions not yet applied
+	warms   []rowchange.Table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
 	changes uint64    // row changes not yet applied
 	txns    uint64    // committed transactions not yet applied
@@ -169,7 +169,7 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 	}
 	ch, err := r.change(msg)
 	if err == nil {
-		err = r.target.AddChange(&a.set, ch)
+		err = r.target.Queue(&a.set, ch)
 	}
 	if err != nil {
 		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
@@ -209,7 +209,7 @@ func (a *applier) apply(ctx context.Context) error {
 		a.changes++
 	}
 	for len(a.warms) > 0 {
-		if err := inv.retry(ctx, warmFilter(a.warms[0])); err != nil {
+		if err := inv.retry(ctx, a.warms[0].WarmFilter); err != nil {
 			return err
 		}
 		a.warms = a.warms[1:]
@@ -247,21 +247,5 @@ func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, inv.o.MaxBackoff)
-	}
-}
-
-// warmFilter returns a function that adds every key of t's table to its
-// Bloom filters (repo.Repository.WarmFilter), for the inserts a lost slot
-// never delivered; a target without filters has nothing to warm.
-func warmFilter(t Target) func(context.Context) error {
-	w, ok := t.(interface{ WarmFilter(context.Context) error })
-	if !ok {
-		return func(context.Context) error { return nil }
-	}
-	return func(ctx context.Context) error {
-		if err := w.WarmFilter(ctx); err != nil && !errors.Is(err, repo.ErrInvalidOptions) {
-			return err
-		}
-		return nil
 	}
 }

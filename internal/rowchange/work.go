@@ -1,0 +1,129 @@
+package rowchange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Invalidator is a cacheaside.Entity of any type.
+type Invalidator interface {
+	Invalidate(ctx context.Context, ids ...string) error
+	Name() string
+}
+
+// Adder is a Bloom filter (*bloom.Filter).
+type Adder interface {
+	AddMany(ctx context.Context, keys []string) error
+}
+
+// Work is cache work that follows committed writes: keys to add to
+// filters and ids to invalidate, merged by target, so that a transaction
+// of a thousand writes costs one pipelined AddMany and one pipelined
+// Invalidate per target, not two thousand round trips. The zero Work is
+// empty and ready; it is not safe for concurrent use.
+type Work struct {
+	targets []any // *addTarget or *invTarget, in first-use order
+	adds    map[Adder]*addTarget
+	invs    map[Invalidator]*invTarget
+	n       int // ids and keys queued
+}
+
+type addTarget struct {
+	f    Adder
+	name string
+	keys []string
+}
+
+type invTarget struct {
+	e   Invalidator
+	ids []string
+}
+
+// Len returns the number of ids and keys queued.
+func (w *Work) Len() int { return w.n }
+
+// Reset empties w.
+func (w *Work) Reset() { *w = Work{} }
+
+// Add queues keys to add to filter f (named name in errors).
+func (w *Work) Add(f Adder, name string, keys ...string) {
+	if len(keys) == 0 {
+		return
+	}
+	if w.adds == nil {
+		w.adds = map[Adder]*addTarget{}
+	}
+	t := w.adds[f]
+	if t == nil {
+		t = &addTarget{f: f, name: name}
+		w.adds[f] = t
+		w.targets = append(w.targets, t)
+	}
+	t.keys = append(t.keys, keys...)
+	w.n += len(keys)
+}
+
+// Invalidate queues ids to invalidate in e.
+func (w *Work) Invalidate(e Invalidator, ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	if w.invs == nil {
+		w.invs = map[Invalidator]*invTarget{}
+	}
+	t := w.invs[e]
+	if t == nil {
+		t = &invTarget{e: e}
+		w.invs[e] = t
+		w.targets = append(w.targets, t)
+	}
+	t.ids = append(t.ids, ids...)
+	w.n += len(ids)
+}
+
+// Merge appends o's work to w's.
+func (w *Work) Merge(o *Work) {
+	for _, t := range o.targets {
+		switch t := t.(type) {
+		case *addTarget:
+			w.Add(t.f, t.name, t.keys...)
+		case *invTarget:
+			w.Invalidate(t.e, t.ids...)
+		}
+	}
+}
+
+// Run does the work. Targets are independent (different filters and
+// entities), so they run concurrently and the caller waits for about one
+// round trip. Every target is tried even when another fails; the errors
+// are joined. Running it again does the same work again: invalidations and
+// filter adds are idempotent.
+func (w *Work) Run(ctx context.Context) error {
+	if len(w.targets) == 0 {
+		return nil
+	}
+	errs := make([]error, len(w.targets))
+	var wg sync.WaitGroup
+	for i, t := range w.targets[1:] {
+		wg.Go(func() { errs[i+1] = runTarget(ctx, t) })
+	}
+	errs[0] = runTarget(ctx, w.targets[0])
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func runTarget(ctx context.Context, t any) error {
+	switch t := t.(type) {
+	case *addTarget:
+		if err := t.f.AddMany(ctx, t.keys); err != nil {
+			return fmt.Errorf("repo: add %d keys to filter %s: %w", len(t.keys), t.name, err)
+		}
+	case *invTarget:
+		if err := t.e.Invalidate(ctx, t.ids...); err != nil {
+			return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(t.ids), t.e.Name(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package repo
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestPlanChange covers every kind of change × (no unique key, one, two)
+// × (filters on, off) × (old values known, unknown). Each case states
+// the plan of a model with two unique keys, A (whose value changes) and B
+// (whose value stays); the one-key model is the same with A alone, the
+// key-less one with neither, and without filters nothing is added.
+func TestPlanChange(t *testing.T) {
+	k := func(id string, uks ...string) *rowKeys {
+		r := &rowKeys{id: id}
+		if uks != nil {
+			r.uks = make([]oldKey, len(uks))
+			for i, v := range uks {
+				r.uks[i] = oldKey{key: v, ok: v != ""} // "" stands for NULL
+			}
+		}
+		return r
+	}
+	type want struct {
+		ids, filterIDs []string
+		maps, adds     [2][]string // per lookup A, B
+	}
+	cases := []struct {
+		name          string
+		before, after *rowKeys
+		want          want
+	}{
+		{"insert", nil, k("1", "a2", "b"),
+			want{ids: []string{"1"}, filterIDs: []string{"1"}, maps: [2][]string{{"a2"}, {"b"}}, adds: [2][]string{{"a2"}, {"b"}}}},
+		{"update/old known", k("1", "a1", "b"), k("1", "a2", "b"),
+			want{ids: []string{"1"}, maps: [2][]string{{"a1", "a2"}, nil}, adds: [2][]string{{"a2"}, nil}}},
+		{"update/old unknown", k("1"), k("1", "a2", "b"),
+			want{ids: []string{"1"}, maps: [2][]string{{"a2"}, {"b"}}, adds: [2][]string{{"a2"}, {"b"}}}},
+		{"update/to NULL", k("1", "a1", "b"), k("1", "", "b"),
+			want{ids: []string{"1"}, maps: [2][]string{{"a1"}, nil}}},
+		{"update/from NULL", k("1", "", "b"), k("1", "a2", "b"),
+			want{ids: []string{"1"}, maps: [2][]string{{"a2"}, nil}, adds: [2][]string{{"a2"}, nil}}},
+		{"update/new primary key", k("1", "a1", "b"), k("2", "a2", "b"),
+			want{ids: []string{"1", "2"}, filterIDs: []string{"2"}, maps: [2][]string{{"a1", "a2"}, {"b"}}, adds: [2][]string{{"a2"}, {"b"}}}},
+		{"upsert/existence unknown", k(""), k("1", "a2", "b"),
+			want{ids: []string{"1"}, filterIDs: []string{"1"}, maps: [2][]string{{"a2"}, {"b"}}, adds: [2][]string{{"a2"}, {"b"}}}},
+		{"delete/old known", k("1", "a1", "b"), nil,
+			want{ids: []string{"1"}, maps: [2][]string{{"a1"}, {"b"}}}},
+		{"delete/old unknown", k("1"), nil,
+			want{ids: []string{"1"}}},
+	}
+	for _, c := range cases {
+		for nk := range 3 {
+			for _, filters := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%d keys/filters %v", c.name, nk, filters), func(t *testing.T) {
+					s := shape{filter: filters, filters: slices.Repeat([]bool{filters}, nk)}
+					got := planChange(rowChange{before: trim(c.before, nk), after: trim(c.after, nk)}, s)
+					w := c.want
+					if !filters {
+						w.filterIDs = nil
+						w.adds = [2][]string{}
+					}
+					check := func(what string, got, want []string) {
+						t.Helper()
+						if !slices.Equal(got, want) {
+							t.Errorf("%s = %q, want %q", what, got, want)
+						}
+					}
+					check("ids", got.ids, w.ids)
+					check("filterIDs", got.filterIDs, w.filterIDs)
+					if len(got.maps) != nk || len(got.adds) != nk {
+						t.Fatalf("plan has %d maps and %d adds for %d keys", len(got.maps), len(got.adds), nk)
+					}
+					for i := range nk {
+						check(fmt.Sprintf("maps[%d]", i), got.maps[i], w.maps[i])
+						check(fmt.Sprintf("adds[%d]", i), got.adds[i], w.adds[i])
+					}
+				})
+			}
+		}
+	}
+}
+
+// trim keeps the first n unique keys of k.
+func trim(k *rowKeys, n int) *rowKeys {
+	if k == nil || k.uks == nil {
+		return k
+	}
+	return &rowKeys{id: k.id, uks: k.uks[:n]}
+}
