@@ -78,10 +78,7 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	if before == nil { // the row was inserted meanwhile: its values are unknown
-		before = &rowKeys{id: key}
-	}
-	return r.upkeep(ctx, before, v)
+	return r.upkeep(ctx, r.existing(before, key), v)
 }
 
 // Put inserts v or, when a row with its primary key exists, overwrites
@@ -134,9 +131,6 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	if before == nil { // inserted meanwhile: its values are unknown
-		before = &rowKeys{id: key}
-	}
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
 		return wrapErr(r.c.name+" "+key+": delete", res.Error)
@@ -144,7 +138,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	return r.apply(ctx, rowChange{before: before})
+	return r.apply(ctx, rowChange{before: r.existing(before, key)})
 }
 
 // keyOfRow returns v's primary key and its cache id; a nil v or a zero key

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/repo"
 )
@@ -66,6 +68,14 @@ func TestWriters_twoUniqueKeys_history(t *testing.T) {
 			}
 			return err
 		}},
+		{"UpdateColumns(handle)", func(m member) error { return members.UpdateColumns(ctx, &m, "handle") }},
+		{"UpdateColumns(email, name)", func(m member) error { return members.UpdateColumns(ctx, &m, "Email", "name") }},
+		{"Modify", func(m member) error {
+			_, err := members.Modify(ctx, m.ID,
+				map[string]any{"email": m.Email, "name": gorm.Expr("left(name, 10) || ?", "+")},
+				gorm.Expr("handle <> ?", m.Handle))
+			return err
+		}},
 		{"Transaction+Put", func(m member) error {
 			return repo.Transaction(ctx, e.db, func(tx *repo.Tx) error { return members.WithTx(tx).Put(ctx, &m) })
 		}},
@@ -82,6 +92,7 @@ func TestWriters_twoUniqueKeys_history(t *testing.T) {
 		switch {
 		case err == nil:
 		case errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrDuplicate), errors.Is(err, errDuplicate),
+			errors.Is(err, repo.ErrConditionFailed),
 			isUniqueViolation(err):
 			// Refused by the table: nothing changed.
 		default:

@@ -17,10 +17,14 @@ type code struct {
 
 func (code) TableName() string { return "codes" }
 
-// noKey is a target over a table without a primary key.
-type noKey struct{ *repo.Repository[code, int64] }
+// noKey is a model of a table that has no primary key in the database
+// (the model says it has one).
+type noKey struct {
+	ID   int64 `gorm:"primaryKey"`
+	Name string
+}
 
-func (noKey) Table() string { return "nokey" }
+func (noKey) TableName() string { return "nokey" }
 
 // Bad input is counted and skipped, never a crash or a stuck slot: a table
 // without a primary key stays out of the publication, a key that does not
@@ -41,8 +45,12 @@ func TestInvalidator_badInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nokeys, err := repo.New[noKey, int64](e.db, e.cache, repo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	inv := e.invalidator(t, cdc.Options{})
-	if err := inv.Register(codes, noKey{codes}); err != nil {
+	if err := inv.Register(codes, nokeys); err != nil {
 		t.Fatal(err)
 	}
 	if err := inv.Setup(ctx); err != nil {
@@ -80,5 +88,24 @@ func TestInvalidator_badInput(t *testing.T) {
 	}
 	if s.Changes < 2 {
 		t.Errorf("stats = %+v: the mappable changes were not applied", s)
+	}
+}
+
+// fakeTarget names a table but is not a repository.
+type fakeTarget struct{}
+
+func (fakeTarget) Table() string { return "users" }
+
+// Register takes repositories made by repo.New only: anything else has no
+// way to apply a change.
+func TestRegister_notARepository(t *testing.T) {
+	inv, err := cdc.New("postgres://127.0.0.1:1/none", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []cdc.Target{fakeTarget{}, nil, (*repo.Repository[code, int64])(nil)} {
+		if err := inv.Register(target); !errors.Is(err, cdc.ErrInvalidOptions) {
+			t.Errorf("Register(%T) err = %v, want ErrInvalidOptions", target, err)
+		}
 	}
 }

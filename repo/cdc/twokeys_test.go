@@ -3,6 +3,8 @@ package cdc_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -106,4 +108,101 @@ func TestInvalidator_twoUniqueKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Random plain-SQL inserts, updates (of the name, either unique value or
+// the primary key) and deletes on a table with two unique keys: after the
+// Invalidator applied each, every id and every unique value reads what the
+// table holds, although rows and absences are cached for an hour.
+func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
+	t.Parallel()
+	e := redisEnv(t)
+	ctx := context.Background()
+	if err := e.db.AutoMigrate(&member{}); err != nil {
+		t.Fatal(err)
+	}
+	members, err := repo.New[member, int64](e.db, e.cache, repo.Options{
+		Name:      "members",
+		UniqueKey: []string{"email"},
+		Policy:    cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
+		Filter:    &bloom.Options{Namespace: e.ns, Capacity: 10_000, FalsePositiveRate: 0.001},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := members.WarmFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Register(members); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inv.Drop(context.Background()) })
+	stop := run(t, inv)
+	defer stop()
+	e.sync(t, inv)
+
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	id := func() int64 { return 1 + rng.Int64N(5) }
+	val := func(p string) string { return fmt.Sprintf("%s%d", p, 1+rng.IntN(4)) }
+	check := func(what string) {
+		t.Helper()
+		var rows []member
+		if err := e.db.Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		byID := map[int64]member{}
+		by := map[string]member{}
+		for _, m := range rows {
+			byID[m.ID], by["email "+m.Email], by["handle "+m.Handle] = m, m, m
+		}
+		for i := int64(1); i <= 5; i++ {
+			got, err := members.Get(ctx, i)
+			if want, ok := byID[i]; ok != (err == nil) || got != want {
+				t.Fatalf("%s: Get(%d) = %+v, %v; want %+v (found %v)", what, i, got, err, want, ok)
+			}
+		}
+		for _, col := range []string{"email", "handle"} {
+			for i := 1; i <= 4; i++ {
+				v := fmt.Sprintf("%c%d", col[0], i)
+				got, err := members.GetBy(ctx, col, v)
+				if want, ok := by[col+" "+v]; ok != (err == nil) || got != want {
+					t.Fatalf("%s: GetBy(%s, %s) = %+v, %v; want %+v (found %v)", what, col, v, got, err, want, ok)
+				}
+			}
+		}
+	}
+	check("start")
+	for step := range 120 {
+		var sql string
+		var args []any
+		switch rng.IntN(6) {
+		case 0, 1:
+			sql, args = "INSERT INTO members (id, email, handle, name) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+				[]any{id(), val("e"), val("h"), val("n")}
+		case 2:
+			sql, args = "UPDATE members SET email = ?, name = ? WHERE id = ?", []any{val("e"), val("n"), id()}
+		case 3:
+			sql, args = "UPDATE members SET handle = ?, name = ? WHERE id = ?", []any{val("h"), val("n"), id()}
+		case 4:
+			sql, args = "UPDATE members SET id = ? WHERE id = ?", []any{id(), id()}
+		case 5:
+			sql, args = "DELETE FROM members WHERE id = ?", []any{id()}
+		}
+		if err := e.db.Exec(sql, args...).Error; err != nil && !isUniqueViolation(err) {
+			t.Fatalf("%s %v: %v", sql, args, err)
+		}
+		e.sync(t, inv)
+		check(fmt.Sprintf("step %d: %s %v", step, sql, args))
+	}
+}
+
+func isUniqueViolation(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "23505"
 }

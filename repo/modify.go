@@ -1,0 +1,123 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm/clause"
+)
+
+// ErrConditionFailed is returned by Modify when the row exists but does
+// not meet the condition (e.g. not enough stock): nothing was written.
+var ErrConditionFailed = errors.New("repo: condition not met")
+
+// UpdateColumns writes only the named columns (database or field names) of
+// v to the row with v's primary key, leaving every other column as it is,
+// zero values in v included: unlike Update, UpdateColumns(&Product{ID: 7,
+// Slug: "x"}, "slug") changes the slug alone. On return v holds the whole
+// row as stored (UPDATE … RETURNING *). Then, like every write, it
+// invalidates the id and the mappings of unique values that changed. An
+// absent row is ErrNotFound; no column, or an unknown one, is an error
+// before anything is written.
+func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...string) error {
+	id, key, err := r.keyOfRow(ctx, v, "UpdateColumns")
+	if err != nil {
+		return err
+	}
+	if len(columns) == 0 {
+		return fmt.Errorf("repo: %s: UpdateColumns without a column", r.c.name)
+	}
+	for _, col := range columns {
+		f := r.c.sch.LookUpField(col)
+		if f == nil || f.DBName == "" {
+			return fmt.Errorf("repo: %s: UpdateColumns: no column %q", r.c.name, col)
+		}
+		if f.PrimaryKey {
+			return fmt.Errorf("repo: %s: UpdateColumns cannot change the primary key", r.c.name)
+		}
+	}
+	before, err := r.readBefore(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	var rows []T
+	res := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
+	if res.Error != nil {
+		return wrapErr(r.c.name+" "+key+": update columns", dbErr(res.Error))
+	}
+	if res.RowsAffected == 0 || len(rows) == 0 {
+		return notFoundErr(r.c.name, key)
+	}
+	*v = rows[0]
+	return r.upkeep(ctx, r.existing(before, key), v)
+}
+
+// Modify sets columns of the row with primary key id to values or SQL
+// expressions, in one UPDATE, when the row meets every condition in where,
+// and returns the row as stored (RETURNING *): an atomic change such as a
+// stock decrement needs no SELECT … FOR UPDATE and no full-row write.
+//
+//	p, err := products.Modify(ctx, 7,
+//		map[string]any{"stock": gorm.Expr("stock - ?", n)},
+//		gorm.Expr("stock >= ?", n))
+//
+// Keys of set are column (or field) names. Like every write it then
+// invalidates the id and the mappings of unique values that changed. An
+// absent row is ErrNotFound; a row that fails a condition is
+// ErrConditionFailed, and nothing is written.
+func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]any, where ...clause.Expression) (T, error) {
+	var zero T
+	key, err := r.c.cacheID(id)
+	if err != nil {
+		return zero, err
+	}
+	if len(set) == 0 {
+		return zero, fmt.Errorf("repo: %s: Modify without a column to set", r.c.name)
+	}
+	cols := make(map[string]any, len(set))
+	for col, v := range set {
+		f := r.c.sch.LookUpField(col)
+		if f == nil || f.DBName == "" {
+			return zero, fmt.Errorf("repo: %s: Modify: no column %q", r.c.name, col)
+		}
+		if f.PrimaryKey {
+			return zero, fmt.Errorf("repo: %s: Modify cannot change the primary key", r.c.name)
+		}
+		cols[f.DBName] = v
+	}
+	before, err := r.readBefore(ctx, id, key)
+	if err != nil {
+		return zero, err
+	}
+	var rows []T
+	q := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
+	for _, w := range where {
+		q = q.Where(w)
+	}
+	res := q.Updates(cols)
+	if res.Error != nil {
+		return zero, wrapErr(r.c.name+" "+key+": modify", dbErr(res.Error))
+	}
+	if res.RowsAffected == 0 || len(rows) == 0 {
+		var n int64
+		if err := r.conn(ctx).Model(new(T)).Where(r.c.pkEq(id)).Count(&n).Error; err != nil {
+			return zero, wrapErr(r.c.name+" "+key+": modify", dbErr(err))
+		}
+		if n == 0 {
+			return zero, notFoundErr(r.c.name, key)
+		}
+		return zero, wrapErr(r.c.name+" "+key+": modify", ErrConditionFailed)
+	}
+	return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0])
+}
+
+// existing is what a write that found row key in the table knows of it
+// before: before as read, or, when the read found nothing (the row came
+// meanwhile), its id alone with its unique values unknown.
+func (r *Repository[T, ID]) existing(before *rowKeys, key string) *rowKeys {
+	if before == nil {
+		return &rowKeys{id: key}
+	}
+	return before
+}
