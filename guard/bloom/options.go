@@ -22,10 +22,12 @@ const (
 	MaxHashFunctions = 64
 )
 
-// Options size a filter. Every process that opens a filter by the same
-// name and namespace must pass the same Capacity, FalsePositiveRate and
-// Shards: the sizing decides where an element's bits are. A filter whose
-// stored sizing differs answers ErrLayoutMismatch rather than wrong results.
+// Options size a filter and set up its automatic rebuild. Every process
+// that opens a filter by the same name and namespace must pass the same
+// Capacity, FalsePositiveRate and Shards: the sizing decides where an
+// element's bits are. A filter whose stored sizing differs answers
+// ErrLayoutMismatch rather than wrong results. Source, RebuildInterval and
+// RebuildLease are each process's own.
 type Options struct {
 	// Namespace prefixes every key. Default "ak".
 	Namespace string
