@@ -24,7 +24,7 @@ type Filter struct {
 	keys [][]string
 
 	auto      *auto        // nil without Options.Source
-	untrusted atomic.Int64 // answers "maybe" given only because the shard was untrusted
+	untrusted atomic.Int64 // keys checked on an untrusted shard (Stats.UntrustedChecks)
 
 	// ignoreTrust turns the completeness rule off, so that a test can show
 	// the false negatives it prevents. Set by export_test.go only, before

@@ -38,8 +38,8 @@ type Stats struct {
 	// The counters below are this Filter's, since New, not the filter's in
 	// Redis.
 
-	// UntrustedChecks counts the keys that a check answered "maybe" only
-	// because their shard was untrusted.
+	// UntrustedChecks counts the keys that checks asked of an untrusted
+	// shard, each answered "maybe" whatever its bits said.
 	UntrustedChecks int64
 	// AutoRebuilds counts the automatic rebuilds (Options.Source) this
 	// Filter ran to the end.
