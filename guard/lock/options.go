@@ -78,7 +78,7 @@ func (o *Options) init() (Options, error) {
 	}
 	ns, err := keys.Namespace(c.Namespace)
 	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
@@ -92,7 +92,7 @@ func (o *RedlockOptions) init() (RedlockOptions, error) {
 	}
 	ns, err := keys.Namespace(c.Namespace)
 	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return c, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
@@ -100,7 +100,7 @@ func (o *RedlockOptions) init() (RedlockOptions, error) {
 		c.DriftFactor = defaultDriftFactor
 	}
 	if !(c.DriftFactor < 1) { // NaN too
-		return c, fmt.Errorf("%w: DriftFactor %v is not below 1", ErrInvalidOptions, c.DriftFactor)
+		return c, fmt.Errorf("%w: DriftFactor %v is not below 1", ErrInvalid, c.DriftFactor)
 	}
 	return c, nil
 }
