@@ -3,10 +3,11 @@
 
 GO              ?= go
 
-# The go.work at the root exists so that `go run ./examples/catalog` works
-# from the root. Every target here builds each module with its own go.mod
-# instead (the versions its users get), never with the workspace's merged
-# build list.
+# The go.work at the root exists so that the commands the documents show
+# (`go run ./examples/catalog` from the root, `cd benchmarks && go run
+# ./cmd/asidebench`) work as written; internal/doccheck checks them. Every
+# target here builds each module with its own go.mod instead (the versions
+# its users get), never with the workspace's merged build list.
 export GOWORK := off
 STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin

@@ -32,9 +32,12 @@ import (
 	"github.com/asidekit/asidekit/seqgen"
 )
 
-// ErrInvalidConfig is returned (wrapped, with the reason) by New and the
-// Kit's builders for a Config or options they cannot use.
-var ErrInvalidConfig = errors.New("asidekit: invalid config")
+// ErrInvalid is returned (wrapped, with the reason) by New and the Kit's
+// builders for a Config they cannot use or options in another namespace.
+// Options a component refuses give its package's ErrInvalid: New wraps
+// cacheaside's in this one, Filter and Generator return bloom's and
+// seqgen's as they are.
+var ErrInvalid = errors.New("asidekit: invalid argument")
 
 // Config is what the components of one service share.
 type Config struct {
@@ -60,10 +63,10 @@ type Kit struct {
 // New checks cfg and makes the service's Cache.
 func New(cfg Config) (*Kit, error) {
 	if cfg.Namespace == "" {
-		return nil, fmt.Errorf("%w: Namespace is required (the service's name), so that two services never share keys", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Namespace is required (the service's name), so that two services never share keys", ErrInvalid)
 	}
 	if cfg.Redis == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	var co cacheaside.Options
 	if cfg.Cache != nil {
@@ -74,7 +77,7 @@ func New(cfg Config) (*Kit, error) {
 	}
 	c, err := cacheaside.New(cfg.Redis, &co)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return &Kit{cfg: cfg, cache: c}, nil
 }
@@ -86,7 +89,7 @@ func sameNamespace(what string, ns *string, want string) error {
 		*ns = want
 	case want:
 	default:
-		return fmt.Errorf("%w: %s.Namespace %q differs from the Kit's %q", ErrInvalidConfig, what, *ns, want)
+		return fmt.Errorf("%w: %s.Namespace %q differs from the Kit's %q", ErrInvalid, what, *ns, want)
 	}
 	return nil
 }
@@ -145,7 +148,7 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 // its segments in Config.DB.
 func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 	if k.cfg.DB == nil {
-		return nil, fmt.Errorf("%w: Generator needs Config.DB", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Generator needs Config.DB", ErrInvalid)
 	}
 	var o seqgen.Options
 	if opts != nil {

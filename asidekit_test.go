@@ -20,16 +20,16 @@ func TestMain(m *testing.M) { testcontainers.Main(m) }
 
 func TestNew_namespaceRequired(t *testing.T) {
 	r := testcontainers.Redis(t)
-	if _, err := asidekit.New(asidekit.Config{Redis: r.Client}); !errors.Is(err, asidekit.ErrInvalidConfig) {
-		t.Errorf("New without Namespace = %v, want ErrInvalidConfig", err)
+	if _, err := asidekit.New(asidekit.Config{Redis: r.Client}); !errors.Is(err, asidekit.ErrInvalid) {
+		t.Errorf("New without Namespace = %v, want ErrInvalid", err)
 	}
-	if _, err := asidekit.New(asidekit.Config{Namespace: "svc"}); !errors.Is(err, asidekit.ErrInvalidConfig) {
-		t.Errorf("New without Redis = %v, want ErrInvalidConfig", err)
+	if _, err := asidekit.New(asidekit.Config{Namespace: "svc"}); !errors.Is(err, asidekit.ErrInvalid) {
+		t.Errorf("New without Redis = %v, want ErrInvalid", err)
 	}
 	_, err := asidekit.New(asidekit.Config{Namespace: "svc", Redis: r.Client,
 		Cache: &cacheaside.Options{Namespace: "other"}})
-	if !errors.Is(err, asidekit.ErrInvalidConfig) {
-		t.Errorf("New with a second namespace = %v, want ErrInvalidConfig", err)
+	if !errors.Is(err, asidekit.ErrInvalid) {
+		t.Errorf("New with a second namespace = %v, want ErrInvalid", err)
 	}
 }
 
@@ -91,8 +91,8 @@ func TestKit_everyKeyInTheNamespace(t *testing.T) {
 			t.Errorf("%s wrote no key under %q (%d keys before, %d after)", s.name, ns, before, after)
 		}
 	}
-	if _, err := kit.Filter("x", &bloom.Options{Namespace: "other"}); !errors.Is(err, asidekit.ErrInvalidConfig) {
-		t.Errorf("Filter in another namespace = %v, want ErrInvalidConfig", err)
+	if _, err := kit.Filter("x", &bloom.Options{Namespace: "other"}); !errors.Is(err, asidekit.ErrInvalid) {
+		t.Errorf("Filter in another namespace = %v, want ErrInvalid", err)
 	}
 }
 

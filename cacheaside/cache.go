@@ -87,14 +87,11 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	ns, err := keys.Namespace(o.Namespace)
+	o, err := keys.CopyOptions(opts, func(o *Options) *string { return &o.Namespace }, ErrInvalidOptions)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, err
 	}
+	ns := o.Namespace
 	if o.Codec == nil {
 		o.Codec = JSON{}
 	}

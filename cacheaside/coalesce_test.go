@@ -40,9 +40,9 @@ func (h *getHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return next
 }
 
-// coalesced returns an entity with CoalesceReads (when on) over a client
-// counting its GETs; hold makes the hook hold the first GET.
-func coalesced(t *testing.T, on, hold bool, p Policy) (*Entity[user], *getHook) {
+// coalesced returns an entity over a client counting its GETs; hold makes
+// the hook hold the first GET.
+func coalesced(t *testing.T, hold bool, p Policy) (*Entity[user], *getHook) {
 	t.Helper()
 	r := testcontainers.Redis(t)
 	client := r.NewClient(t)
@@ -51,7 +51,6 @@ func coalesced(t *testing.T, on, hold bool, p Policy) (*Entity[user], *getHook) 
 		h.reached, h.gate = make(chan struct{}), make(chan struct{})
 	}
 	client.AddHook(h)
-	p.CoalesceReads = on
 	return newEntity[user](t, newCache(t, client, r.Namespace, nil), "user", p), h
 }
 
@@ -85,7 +84,7 @@ func waitQueued(t *testing.T, e *Entity[user], id string, n int) {
 // is asserted; without coalescing every read sends its own GET.
 func TestCoalesceReads_hotKey(t *testing.T) {
 	const goroutines, reads = 64, 50
-	e, h := coalesced(t, true, true, Policy{TTL: time.Hour})
+	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	want := user{ID: "1", Name: "hot", Ver: 7}
 	if err := e.Set(ctx, "1", want); err != nil {
@@ -150,7 +149,7 @@ func TestCoalesceReads_hotKey(t *testing.T) {
 // the Get does not join that GET but waits for the next one. (With plain
 // singleflight the Get would join it and return the old value.)
 func TestCoalesceReads_noOlderThanCompletedWrite(t *testing.T) {
-	e, h := coalesced(t, true, true, Policy{TTL: time.Hour})
+	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1", Ver: 1}); err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestCoalesceReads_noOlderThanCompletedWrite(t *testing.T) {
 // A queued caller whose context ends leaves at once with ctx.Err(); the
 // others queued with it get their value from the shared GET.
 func TestCoalesceReads_queuedCallerCancelled(t *testing.T) {
-	e, h := coalesced(t, true, true, Policy{TTL: time.Hour})
+	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	want := user{ID: "1", Ver: 3}
 	if err := e.Set(ctx, "1", want); err != nil {
@@ -212,7 +211,7 @@ func TestCoalesceReads_queuedCallerCancelled(t *testing.T) {
 
 // When every caller queued for a GET has left, the GET is not sent.
 func TestCoalesceReads_abandonedBatchNotSent(t *testing.T) {
-	e, h := coalesced(t, true, true, Policy{TTL: time.Hour})
+	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1"}); err != nil {
 		t.Fatal(err)
@@ -246,7 +245,7 @@ func TestCoalesceReads_missesUseStrategy(t *testing.T) {
 	for _, absent := range []bool{false, true} {
 		name := map[bool]string{false: "value", true: "notFound"}[absent]
 		t.Run(name, func(t *testing.T) {
-			e, _ := coalesced(t, true, false, Policy{TTL: time.Hour, NullTTL: time.Hour, Strategy: SingleFlight})
+			e, _ := coalesced(t, false, Policy{TTL: time.Hour, NullTTL: time.Hour, Strategy: SingleFlight})
 			l := &counter{absent: map[string]bool{"1": absent}}
 			ctx := context.Background()
 			var bad atomic.Int64
@@ -274,12 +273,12 @@ func TestCoalesceReads_missesUseStrategy(t *testing.T) {
 	}
 }
 
-// Reads are shared without CoalesceReads, adaptively: a lone reader
+// Reads are shared adaptively, with no option: a lone reader
 // sends its GET at once (one GET per Get), and readers that find a GET of
 // their key in flight queue and share the next one.
 func TestReads_sharedByDefault(t *testing.T) {
 	const reads, queued = 10, 8
-	e, h := coalesced(t, false, true, Policy{TTL: time.Hour})
+	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1", Ver: 1}); err != nil {
 		t.Fatal(err)

@@ -25,11 +25,6 @@ var (
 	// package names a panicking callback ErrPanic (guard/bloom, seqgen).
 	ErrPanic = errors.New("cacheaside: loader panicked")
 
-	// ErrLoaderPanic is ErrPanic's former name.
-	//
-	// Deprecated: use ErrPanic.
-	ErrLoaderPanic = ErrPanic
-
 	// ErrInvalidationPending is returned by Invalidate (and Set) when Redis
 	// could not be reached: the invalidation is queued and retried in the
 	// background until it succeeds or the Cache is closed; until then a

@@ -102,23 +102,6 @@ type Policy struct {
 	// Default 1.
 	Beta float64
 
-	// CoalesceReads is kept for compatibility and changes nothing: every
-	// entity shares the Redis GETs of a key among the concurrent Gets of
-	// it in this process, adaptively, by group commit. A Get that finds no
-	// GET of its key in flight sends its own at once (a lone reader pays
-	// nothing); one that finds a GET in flight does not join it (it may
-	// have been read before the Get began, and return a value older than a
-	// write that completed before it) but queues, and one GET sent as soon
-	// as the one in flight returns serves every Get queued for it. Every
-	// value therefore still comes from a read issued after its caller
-	// began, and a hot key read by many goroutines costs about one GET per
-	// round trip instead of one per Get. Only the read is shared: each
-	// caller decodes its own value and handles misses, stale entries and
-	// refreshes itself. GetMany's MGETs are not shared.
-	//
-	// Deprecated: reads are always shared as described.
-	CoalesceReads bool
-
 	// RefreshTimeout bounds a background refresh (AsyncRefresh), which runs
 	// on a context detached from the caller's; its lease is renewed until
 	// then. Default LockTTL.

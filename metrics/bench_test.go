@@ -42,7 +42,7 @@ func BenchmarkOnEvent(b *testing.B) {
 		name string
 		new  func() cacheaside.Observer
 	}{
-		{"observer", func() cacheaside.Observer { return metrics.NewCacheObserver(metrics.CacheObserverOptions{}) }},
+		{"observer", func() cacheaside.Observer { return newObserver(b, nil) }},
 		{"vec-baseline", func() cacheaside.Observer { return newVecObserver() }},
 	}
 	for _, ev := range []cacheaside.Event{cacheaside.EventHit, cacheaside.EventLoad} {

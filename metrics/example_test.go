@@ -50,7 +50,10 @@ func Example() {
 
 	// One observer per process, registered once; serve reg with promhttp.
 	reg := prometheus.NewRegistry()
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs, err := metrics.NewCacheObserver(nil)
+	if err != nil {
+		panic(err)
+	}
 	reg.MustRegister(obs)
 
 	c, err := cacheaside.New(client, &cacheaside.Options{Observer: obs})

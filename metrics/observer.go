@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +26,10 @@ type CacheObserverOptions struct {
 	// histogram. Default DefaultLoadBuckets: 1ms to 10s.
 	Buckets []float64
 }
+
+// ErrInvalid is returned (wrapped, with the reason) by NewCacheObserver
+// for options it cannot use.
+var ErrInvalid = errors.New("metrics: invalid argument")
 
 // Defaults of CacheObserverOptions fields.
 const DefaultNamespace = "asidekit"
@@ -73,32 +80,43 @@ var knownEvents = func() int {
 	return n
 }()
 
-// NewCacheObserver returns a CacheObserver; see CacheObserverOptions for
-// the defaults.
-func NewCacheObserver(opts CacheObserverOptions) *CacheObserver {
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
+// NewCacheObserver returns a CacheObserver. A nil opts means the defaults
+// (see CacheObserverOptions); opts is copied. Buckets that are not
+// strictly increasing (Prometheus would panic on the first load observed)
+// are an error that matches ErrInvalid.
+func NewCacheObserver(opts *CacheObserverOptions) (*CacheObserver, error) {
+	var c CacheObserverOptions
+	if opts != nil {
+		c = *opts
 	}
-	if opts.Buckets == nil {
-		opts.Buckets = DefaultLoadBuckets
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Buckets == nil {
+		c.Buckets = DefaultLoadBuckets
+	}
+	for i, b := range c.Buckets {
+		if math.IsNaN(b) || i > 0 && !(c.Buckets[i-1] < b) {
+			return nil, fmt.Errorf("%w: Buckets %v are not strictly increasing", ErrInvalid, c.Buckets)
+		}
 	}
 	o := &CacheObserver{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: opts.Namespace,
+			Namespace: c.Namespace,
 			Subsystem: "cache",
 			Name:      "events_total",
 			Help:      "Events of asidekit cache entities (hits, misses, loads, ...), by entity and event.",
 		}, []string{"entity", "event"}),
 		loads: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: opts.Namespace,
+			Namespace: c.Namespace,
 			Subsystem: "cache",
 			Name:      "load_seconds",
 			Help:      "Latency of asidekit cache loader calls, by entity and outcome (ok, including not found; error).",
-			Buckets:   append([]float64(nil), opts.Buckets...),
+			Buckets:   append([]float64(nil), c.Buckets...),
 		}, []string{"entity", "outcome"}),
 	}
 	o.entities.Store(&map[string]*entityMetrics{})
-	return o
+	return o, nil
 }
 
 // OnEvent counts ev for entity, and for EventLoad and EventLoadError

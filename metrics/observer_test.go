@@ -65,7 +65,7 @@ func load(ctx context.Context, id string) (item, error) {
 
 func TestCacheObserver_matchesEntityStats(t *testing.T) {
 	rn := testcontainers.Redis(t)
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	reg := registry(t, obs)
 	c, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace, Observer: obs})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestCacheObserver_matchesEntityStats(t *testing.T) {
 }
 
 func TestCacheObserver_allSeriesAtFirstEvent(t *testing.T) {
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	if n := testutil.CollectAndCount(obs); n != 0 {
 		t.Fatalf("%d series before any event, want 0", n)
 	}
@@ -153,7 +153,7 @@ func TestCacheObserver_allSeriesAtFirstEvent(t *testing.T) {
 }
 
 func TestCacheObserver_loadHistogram(t *testing.T) {
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	reg := registry(t, obs)
 	obs.OnEvent("user", cacheaside.EventLoad, 3*time.Millisecond)
 	obs.OnEvent("user", cacheaside.EventLoad, 2*time.Second)
@@ -173,7 +173,7 @@ func TestCacheObserver_loadHistogram(t *testing.T) {
 
 func TestCacheObserver_options(t *testing.T) {
 	buckets := []float64{0.01, 0.1, 1}
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{Namespace: "shop", Buckets: buckets})
+	obs := newObserver(t, &metrics.CacheObserverOptions{Namespace: "shop", Buckets: buckets})
 	buckets[0] = 99 // the observer keeps its own copy
 	reg := registry(t, obs)
 	obs.OnEvent("user", cacheaside.EventLoad, time.Millisecond)
@@ -187,7 +187,7 @@ func TestCacheObserver_options(t *testing.T) {
 }
 
 func TestCacheObserver_unknownEvent(t *testing.T) {
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	reg := registry(t, obs)
 	ev := cacheaside.Event(1000) // an event from a newer cacheaside
 	obs.OnEvent("user", ev, 0)
@@ -198,7 +198,7 @@ func TestCacheObserver_unknownEvent(t *testing.T) {
 }
 
 func TestCacheObserver_concurrent(t *testing.T) {
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	reg := registry(t, obs)
 	entities := []string{"a", "b", "c", "d"}
 	const goroutines, perGoroutine = 8, 500
@@ -227,11 +227,11 @@ func TestCacheObserver_concurrent(t *testing.T) {
 
 func TestCacheObserver_register(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	first := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	first := newObserver(t, nil)
 	if err := reg.Register(first); err != nil {
 		t.Fatalf("first Register: %v", err)
 	}
-	err := reg.Register(metrics.NewCacheObserver(metrics.CacheObserverOptions{Namespace: metrics.DefaultNamespace}))
+	err := reg.Register(newObserver(t, &metrics.CacheObserverOptions{Namespace: metrics.DefaultNamespace}))
 	var are prometheus.AlreadyRegisteredError
 	if !errors.As(err, &are) {
 		t.Fatalf("second observer in the same namespace: err = %v, want AlreadyRegisteredError", err)
@@ -240,7 +240,7 @@ func TestCacheObserver_register(t *testing.T) {
 		t.Errorf("ExistingCollector is not the first observer")
 	}
 
-	other := metrics.NewCacheObserver(metrics.CacheObserverOptions{Namespace: "other"})
+	other := newObserver(t, &metrics.CacheObserverOptions{Namespace: "other"})
 	if err := reg.Register(other); err != nil {
 		t.Fatalf("observer in another namespace: %v", err)
 	}
@@ -256,11 +256,37 @@ func TestCacheObserver_register(t *testing.T) {
 }
 
 func TestCacheObserver_invalidUTF8Entity(t *testing.T) {
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs := newObserver(t, nil)
 	reg := registry(t, obs)
 	obs.OnEvent("bad\xffname", cacheaside.EventHit, 0)
 	obs.OnEvent("bad\xffname", cacheaside.Event(1000), 0)
 	if v := gather(t, reg, "asidekit_cache_events_total", "entity", "bad\uFFFDname", "event", "hit").value; v != 1 {
 		t.Errorf("hits = %v, want 1", v)
+	}
+}
+
+// newObserver returns a CacheObserver with opts, failing t on an error.
+func newObserver(t testing.TB, opts *metrics.CacheObserverOptions) *metrics.CacheObserver {
+	t.Helper()
+	obs, err := metrics.NewCacheObserver(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
+}
+
+func TestNewCacheObserver_invalidBuckets(t *testing.T) {
+	for _, b := range [][]float64{{1, 0.5}, {0.1, 0.1}, {math.NaN()}, {0.1, math.NaN(), 1}} {
+		obs, err := metrics.NewCacheObserver(&metrics.CacheObserverOptions{Buckets: b})
+		if obs != nil || !errors.Is(err, metrics.ErrInvalid) {
+			t.Errorf("Buckets %v: NewCacheObserver = %v, %v; want nil, ErrInvalid", b, obs, err)
+		}
+	}
+	opts := &metrics.CacheObserverOptions{Buckets: []float64{0.5, 1, math.Inf(1)}}
+	if _, err := metrics.NewCacheObserver(opts); err != nil {
+		t.Errorf("Buckets %v: %v", opts.Buckets, err)
+	}
+	if opts.Namespace != "" {
+		t.Errorf("NewCacheObserver set the caller's Namespace to %q", opts.Namespace)
 	}
 }

@@ -40,7 +40,9 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 	}
 	id, err := l.ent.Get(ctx, key, func(ctx context.Context, _ string) (ID, error) {
 		var ids []ID
-		err := r.conn(ctx).Model(new(T)).Where(l.eq(value)).Limit(1).Pluck(r.c.pk.DBName, &ids).Error
+		err := r.retryPlan(func() error {
+			return r.conn(ctx).Model(new(T)).Where(l.eq(value)).Limit(1).Pluck(r.c.pk.DBName, &ids).Error
+		})
 		switch {
 		case err != nil:
 			return *new(ID), err // mapErr adds the context
@@ -71,7 +73,10 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 // findBy reads the row by its unique column from the database, uncached.
 func (r *Repository[T, ID]) findBy(ctx context.Context, l *lookup[ID], key string, value any) (T, error) {
 	var rows []T
-	if err := r.conn(ctx).Where(l.eq(value)).Limit(1).Find(&rows).Error; err != nil {
+	err := r.retryPlan(func() error {
+		return r.conn(ctx).Clauses(r.c.selectCols()).Where(l.eq(value)).Limit(1).Find(&rows).Error
+	})
+	if err != nil {
 		return *new(T), wrapErr(l.name+" "+key, err)
 	}
 	if len(rows) == 0 {

@@ -37,10 +37,12 @@ func (r *Repository[T, ID]) loadOne(ctx context.Context, key string, id ID) (T, 
 	var rows []T
 	// Find with a limit rather than Take: an absent row is an expected
 	// answer here, not an error for GORM's logger.
-	res := r.conn(ctx).Where(r.c.pkEq(id)).Limit(1).Find(&rows)
-	if res.Error != nil {
+	err := r.retryPlan(func() error {
+		return r.conn(ctx).Clauses(r.c.selectCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error
+	})
+	if err != nil {
 		var zero T
-		return zero, res.Error // mapErr adds the context
+		return zero, err // mapErr adds the context
 	}
 	if len(rows) == 0 {
 		var zero T
@@ -101,6 +103,7 @@ func (r *Repository[T, ID]) GetMany(ctx context.Context, ids []ID) (map[ID]T, er
 func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey map[string]ID) (map[string]T, error) {
 	out := make(map[string]T, len(keys))
 	col := clause.Column{Table: clause.CurrentTable, Name: r.c.pk.DBName}
+	sel := r.c.selectCols()
 	// []any, not []ID: GORM would expand an ID that is itself an array
 	// (a [16]byte uuid) into a row value.
 	ids := make([]any, 0, min(len(keys), r.c.batch))
@@ -110,7 +113,10 @@ func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey m
 			ids = append(ids, byKey[k])
 		}
 		var rows []T
-		if err := r.conn(ctx).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error; err != nil {
+		err := r.retryPlan(func() error {
+			return r.conn(ctx).Clauses(sel).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error
+		})
+		if err != nil {
 			return nil, fmt.Errorf("load %d ids: %w", len(ids), err) // mapErr adds the context
 		}
 		for i := range rows {

@@ -117,15 +117,10 @@ const MaxBiz = 64
 // init returns a copy of o (nil allowed) with defaults filled in, or an
 // error wrapping ErrInvalid.
 func (o *Options) init() (Options, error) {
-	var c Options
-	if o != nil {
-		c = *o
-	}
-	ns, err := keys.Namespace(c.Namespace)
+	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
 	if err != nil {
-		return c, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return c, err
 	}
-	c.Namespace = ns
 	if c.Width == 0 {
 		c.Width = DefaultWidth
 	}

@@ -87,7 +87,10 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 	// generator and the limiter are all built in it, and the repository
 	// claims "products" in it (a second service on the same namespace
 	// with another database's products table fails to start).
-	obs := metrics.NewCacheObserver(metrics.CacheObserverOptions{})
+	obs, err := metrics.NewCacheObserver(nil)
+	if err != nil {
+		return nil, err
+	}
 	kit, err := asidekit.New(asidekit.Config{Namespace: cfg.Namespace, Redis: s.rdb, DB: s.db,
 		Cache: &cacheaside.Options{Observer: obs}})
 	if err != nil {

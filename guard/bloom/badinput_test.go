@@ -135,9 +135,7 @@ func TestFilter_badInput_cancelledContext(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	f := newFilter(t, r.Client, r.Namespace, "f", bloom.Options{Capacity: 1000, FalsePositiveRate: 0.01, Shards: 2})
-	if err := f.Add(ctx, "kept"); err != nil {
-		t.Fatal(err)
-	}
+	fill(t, ctx, f, []string{"kept"})
 	before := nsKeys(t, r)
 
 	for op, err := range map[string]error{
@@ -147,6 +145,7 @@ func TestFilter_badInput_cancelledContext(t *testing.T) {
 		"MightContainMany": func() error { _, err := f.MightContainMany(cancelled, []string{"kept"}); return err }(),
 		"Delete":           f.Delete(cancelled),
 		"Stats":            func() error { _, err := f.Stats(cancelled); return err }(),
+		"Ready":            func() error { _, err := f.Ready(cancelled); return err }(),
 		"Rebuild":          f.Rebuild(cancelled, sliceSource([]string{"new"}, 1)),
 	} {
 		if !errors.Is(err, context.Canceled) {
@@ -179,6 +178,7 @@ func TestFilter_badInput_deadRedis(t *testing.T) {
 		"MightContainMany": func() error { _, err := f.MightContainMany(ctx, []string{"x"}); return err }(),
 		"Delete":           f.Delete(ctx),
 		"Stats":            func() error { _, err := f.Stats(ctx); return err }(),
+		"Ready":            func() error { _, err := f.Ready(ctx); return err }(),
 		"Rebuild":          f.Rebuild(ctx, sliceSource([]string{"x"}, 1)),
 	} {
 		if err == nil || !strings.Contains(err.Error(), `filter "d"`) || errors.Is(err, bloom.ErrLayoutMismatch) ||

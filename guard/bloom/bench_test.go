@@ -16,9 +16,7 @@ func BenchmarkMightContain(b *testing.B) {
 	ctx := context.Background()
 	f := newFilter(b, r.Client, r.Namespace, "bench", bloom.Options{Capacity: 1_000_000, FalsePositiveRate: 0.01})
 	in := keyset("in", 10_000)
-	if err := f.AddMany(ctx, in); err != nil {
-		b.Fatal(err)
-	}
+	fill(b, ctx, f, in)
 	b.Run("MightContain", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

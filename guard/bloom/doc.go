@@ -34,6 +34,12 @@
 // three keys of one shard only, which share a Cluster slot, while
 // different shards spread over the slots. The name is escaped (internal/keys).
 //
+// With Options.Source the filter has one more key while an automatic
+// rebuild runs, its lease (a string with a TTL, used alone, so its own
+// hash tag):
+//
+//	ak:bf:{user}:lease
+//
 // # Generations and Rebuild
 //
 // The meta hash of each shard holds the shard's current generation g;
@@ -46,7 +52,8 @@
 //     bitmaps, so nothing added during the rebuild is lost.
 //  2. fill: the source's keys are written to bitmap (g+1) mod 2 by a script
 //     that first checks the token is still the shard's.
-//  3. switch, on every shard: if the token is still the shard's, set gen to
+//  3. switch, on every shard: if the token is still the shard's, set the
+//     completeness marker in bitmap (g+1) mod 2 (see below), set gen to
 //     g+1, drop the token and UNLINK the old bitmap, in one script.
 //
 // A shard switches only after every source key is in its new bitmap, and
@@ -58,17 +65,70 @@
 // aborts: shards not yet switched drop the token and the next bitmap and
 // keep serving their current generation.
 //
+// # Trust: "maybe" until known complete
+//
+// A Bloom filter may answer "maybe" wrongly, never "absent" wrongly. Bits
+// that are missing from Redis would do the latter: a filter never filled,
+// or whose keys were lost (a Redis restarted without persistence, a
+// FLUSHALL, an evicted key, a failover to a replica that lacked them, a
+// Delete), reads "absent" for keys that exist. So a shard is trusted only
+// while it is known complete: its meta hash exists and its current bitmap
+// carries the completeness marker, one bit right after the shard's element
+// bits, which only a Rebuild's switch sets, once every key of its source
+// is in. The marker lives in the bitmap it vouches for, so losing the
+// bitmap loses the marker; losing the meta hash distrusts the shard too.
+// The query script reads the marker with the bits, in the same step, and
+// a check answers "maybe" (true) for every key of an untrusted shard.
+// Shards are trusted one by one: losing one shard's keys costs "maybe"
+// for that shard's keys only.
+//
+// Add and AddMany never make a shard trusted, however many keys they add
+// (they cannot know they were given all of them), and never distrust one.
+// A new filter is therefore untrusted until its first Rebuild: fill a
+// filter with Rebuild, not with AddMany. Ready reports whether every shard
+// is trusted; Stats counts the untrusted shards (UntrustedShards) and the
+// answers they turned into "maybe" (UntrustedChecks).
+//
+// With Options.Source (the full set of keys, e.g. every id of a table),
+// the filter repairs itself: a check or Ready that meets an untrusted
+// shard starts Rebuild(ctx, Source) in the background and returns at
+// once, "maybe" meanwhile. One process rebuilds: it holds the lease
+// ak:bf:{name}:lease (SET NX PX RebuildLease), renews it every third of
+// RebuildLease and releases it when done or failed; the others find the
+// lease held and keep answering "maybe", and if the holder dies another
+// process takes over once the lease expires. A Filter runs at most one
+// automatic rebuild at a time, and starts at most one per RebuildInterval
+// whatever became of the previous one, so a failing Source is retried by
+// a later check, not in a loop. Adds during it reach both generations, as
+// in any Rebuild, so no key written meanwhile is lost. Close stops it.
+//
+// Trust is about keys that are gone, not about old copies: a Redis that
+// restarts from an older snapshot, or a promoted replica that missed the
+// latest SETBITs, keeps its marker and misses the bits of the writes it
+// lost; only a Rebuild repairs that (see Operating it).
+//
 // # Operating it
 //
-// Bloom keys carry no TTL and must not be evicted: with an allkeys-*
-// maxmemory-policy, an evicted bitmap or meta hash reads as "absent" for
-// keys that exist (false negatives, which a cache then answers as not
-// found). Use noeviction or a volatile-* policy, or a separate Redis. After
-// a failover, bits set by writes the replica had not received are lost the
-// same way; a Rebuild from the database repairs both. Every process must
-// open a filter with the same Options: the sizing is stored in each shard's
-// meta, and a Filter with other sizing gets ErrLayoutMismatch instead of
-// wrong answers. To resize, open a Filter under a new name, Rebuild it
-// from the database, move readers and writers to it, then Delete the old
-// one (deleting first would answer "absent" for everything meanwhile).
+// Bloom keys carry no TTL and should not be evicted: with an allkeys-*
+// maxmemory-policy, an evicted bitmap or meta hash distrusts its shard,
+// which then answers "maybe" (every check of it goes to the database)
+// until a Rebuild; with Options.Source that rebuild starts by itself. Use
+// noeviction or a volatile-* policy, or a separate Redis. After a failover,
+// bits set by writes the replica had not received are lost while the
+// marker may survive: those keys read as absent until a Rebuild from the
+// database, which an operator should run after a failover (or restore
+// from an older snapshot) of the filter's Redis.
+//
+// Filters written before the completeness marker existed have none: they
+// are untrusted, answering "maybe", until their first Rebuild under this
+// version (automatic with Options.Source). Processes of both versions may
+// share a filter meanwhile; the older ones ignore the marker.
+//
+// Every process must open a filter with the same sizing (Capacity,
+// FalsePositiveRate, Shards): it is stored in each shard's meta, and a
+// Filter with another sizing gets ErrLayoutMismatch instead of wrong
+// answers. To resize, open a Filter under a new name, Rebuild it from the
+// database, move readers and writers to it, then Delete the old one
+// (deleting first would answer "maybe" for everything meanwhile, sending
+// every read to the database).
 package bloom

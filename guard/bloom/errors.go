@@ -31,11 +31,6 @@ var (
 	// current generation stays in place. Every asidekit package names a
 	// panicking callback ErrPanic (cacheaside, seqgen).
 	ErrPanic = errors.New("bloom: rebuild source panicked")
-
-	// ErrSourcePanicked is ErrPanic's former name.
-	//
-	// Deprecated: use ErrPanic.
-	ErrSourcePanicked = ErrPanic
 )
 
 // Error replies of the Lua scripts, mapped at the boundary.

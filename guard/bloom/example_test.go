@@ -41,11 +41,23 @@ func Example() {
 	}
 	defer users.Delete(ctx)
 
-	if err := users.AddMany(ctx, []string{"1", "2", "42"}); err != nil {
+	// A new filter answers "maybe" for every id until a Rebuild has filled
+	// it from the full set of ids, e.g. streamed from the table in pages.
+	// (Options.Source makes a check start that rebuild by itself.)
+	table := []string{"1", "2", "42"}
+	err = users.Rebuild(ctx, func(ctx context.Context, add func([]string) error) error {
+		return add(table)
+	})
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, id := range []string{"42", "404"} {
+	// Rows created later are added one by one.
+	if err := users.Add(ctx, "43"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, id := range []string{"42", "43", "404"} {
 		ok, err := users.MightContain(ctx, id)
 		if err != nil {
 			fmt.Println(err)
@@ -55,6 +67,7 @@ func Example() {
 	}
 	// Output:
 	// user 42 might exist: true
+	// user 43 might exist: true
 	// user 404 might exist: false
 }
 

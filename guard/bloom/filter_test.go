@@ -24,6 +24,7 @@ func checkFalsePositives(t *testing.T, r *testcontainers.RedisNamespace, shards 
 	ctx := testCtx(t)
 	f := newFilter(t, r.Client, r.Namespace, "fp", bloom.Options{Capacity: n, FalsePositiveRate: p, Shards: shards})
 	in, out := keyset("in", n), keyset("out", n)
+	fill(t, ctx, f, nil) // trusted and empty; AddMany's bits decide
 	if err := f.AddMany(ctx, in); err != nil {
 		t.Fatalf("AddMany: %v", err)
 	}
@@ -78,6 +79,14 @@ func TestFilter_Add_MightContain(t *testing.T) {
 	r := testcontainers.Redis(t)
 	ctx := testCtx(t)
 	f := newFilter(t, r.Client, r.Namespace, "single", bloom.Options{Capacity: 1000, FalsePositiveRate: 0.001, Shards: 3})
+	// A new filter is untrusted: "maybe" for everything.
+	if ok, err := f.MightContain(ctx, "a"); err != nil || !ok {
+		t.Fatalf("new filter: MightContain = %v, %v; want maybe", ok, err)
+	}
+	if ready, err := f.Ready(ctx); err != nil || ready {
+		t.Fatalf("new filter: Ready = %v, %v", ready, err)
+	}
+	fill(t, ctx, f, nil)
 	for _, k := range []string{"a", "b", "user:42", "{tag}", "with space", strings.Repeat("x", 100_000)} {
 		if ok, err := f.MightContain(ctx, k); err != nil || ok {
 			t.Fatalf("empty filter: MightContain(%.20q) = %v, %v", k, ok, err)
@@ -138,8 +147,9 @@ func TestFilter_keys(t *testing.T) {
 	if n, _ := r.Client.Exists(ctx, found...).Result(); n != 0 {
 		t.Errorf("%d keys left after Delete", n)
 	}
-	if ok, err := f.MightContain(ctx, "k-1"); err != nil || ok {
-		t.Errorf("after Delete: MightContain = %v, %v", ok, err)
+	// A deleted filter is untrusted, not empty: "maybe".
+	if ok, err := f.MightContain(ctx, "k-1"); err != nil || !ok {
+		t.Errorf("after Delete: MightContain = %v, %v; want maybe", ok, err)
 	}
 }
 
@@ -216,6 +226,7 @@ func TestFilter_badInput(t *testing.T) {
 	r := testcontainers.Redis(t)
 	ctx := testCtx(t)
 	f := newFilter(t, r.Client, r.Namespace, "bad", bloom.Options{Capacity: 100, FalsePositiveRate: 0.01})
+	fill(t, ctx, f, nil)
 
 	if err := f.Add(ctx, ""); !errors.Is(err, bloom.ErrEmptyKey) {
 		t.Errorf("Add(\"\") = %v", err)
@@ -251,6 +262,9 @@ func TestFilter_badInput(t *testing.T) {
 	if _, err := f.Stats(cancelled); !errors.Is(err, context.Canceled) {
 		t.Errorf("Stats(cancelled) = %v", err)
 	}
+	if _, err := f.Ready(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ready(cancelled) = %v", err)
+	}
 }
 
 func TestFilter_deadRedis(t *testing.T) {
@@ -278,6 +292,9 @@ func TestFilter_deadRedis(t *testing.T) {
 	}
 	if _, err := f.Stats(ctx); err == nil {
 		t.Error("Stats on a dead Redis: no error")
+	}
+	if ready, err := f.Ready(ctx); err == nil || ready {
+		t.Errorf("Ready on a dead Redis = %v, %v", ready, err)
 	}
 	err = f.Rebuild(ctx, func(context.Context, func([]string) error) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "dead") {

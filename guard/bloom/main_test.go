@@ -31,6 +31,15 @@ func newFilter(t testing.TB, c redis.UniversalClient, ns, name string, opts bloo
 	return f
 }
 
+// fill makes f trusted with exactly elems in it: a Rebuild from them, the
+// only way a filter becomes complete.
+func fill(t testing.TB, ctx context.Context, f *bloom.Filter, elems []string) {
+	t.Helper()
+	if err := f.Rebuild(ctx, sliceSource(elems, 1000)); err != nil {
+		t.Fatalf("Rebuild (fill): %v", err)
+	}
+}
+
 // keyset returns n distinct element names.
 func keyset(prefix string, n int) []string {
 	out := make([]string, n)

@@ -3,11 +3,14 @@ package bloom
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Limits of the sizing that New accepts.
 const (
-	// MaxShardBits is the largest shard, in bits: Redis's 512 MB string limit.
+	// MaxShardBits bounds a shard, in bits: Redis's 512 MB string limit. A
+	// shard holds fewer than MaxShardBits bits, since its bitmap also holds
+	// the completeness marker right after them.
 	MaxShardBits = 1 << 32
 	// DefaultShardBits is the shard size the default Shards aims for:
 	// 2^26 bits, 8 MiB.
@@ -19,10 +22,12 @@ const (
 	MaxHashFunctions = 64
 )
 
-// Options size a filter. Every process that opens a filter by the same
-// name and namespace must pass the same Capacity, FalsePositiveRate and
-// Shards: the sizing decides where an element's bits are. A filter whose
-// stored sizing differs answers ErrLayoutMismatch rather than wrong results.
+// Options size a filter and set up its automatic rebuild. Every process
+// that opens a filter by the same name and namespace must pass the same
+// Capacity, FalsePositiveRate and Shards: the sizing decides where an
+// element's bits are. A filter whose stored sizing differs answers
+// ErrLayoutMismatch rather than wrong results. Source, RebuildInterval and
+// RebuildLease are each process's own.
 type Options struct {
 	// Namespace prefixes every key. Default "ak".
 	Namespace string
@@ -45,7 +50,36 @@ type Options struct {
 	// makes a shard pass 2^32 bits (512 MB) is an error, as is one above
 	// MaxShards.
 	Shards int
+
+	// Source streams every key that belongs in the filter, as Rebuild's
+	// source does (typically every id of a table). When set, a check
+	// (MightContain, MightContainMany, Ready) that meets an untrusted shard
+	// (see the package doc) starts an automatic Rebuild from Source in the
+	// background, under a Redis lease, so that one process rebuilds while
+	// the others keep answering "maybe". Default nil: untrusted shards
+	// answer "maybe" until someone calls Rebuild.
+	Source Source
+
+	// RebuildInterval is the least time between two automatic rebuilds
+	// started by one Filter, whatever became of the first (done, failed, or
+	// another process held the lease): a failing Source is retried by a
+	// later check, at most once per RebuildInterval. Default 10 seconds.
+	// Used only with Source; negative is an error.
+	RebuildInterval time.Duration
+
+	// RebuildLease is how long the Redis lease of an automatic rebuild lives
+	// without renewal. The rebuilding process renews it every third of it
+	// and releases it when done or failed; if the process dies, another one
+	// may start over RebuildLease later. Default 30 seconds. Used only with
+	// Source; negative or under a millisecond is an error.
+	RebuildLease time.Duration
 }
+
+// Defaults of the automatic rebuild.
+const (
+	defaultRebuildInterval = 10 * time.Second
+	defaultRebuildLease    = 30 * time.Second
+)
 
 // layout is the derived, immutable placement of a filter's bits.
 type layout struct {
@@ -89,7 +123,7 @@ func newLayout(o Options) (layout, error) {
 		shards = int(d)
 	}
 	perShard := math.Ceil(m/float64(shards)/8) * 8
-	if perShard > MaxShardBits {
+	if perShard >= MaxShardBits { // the marker bit goes at offset perShard
 		return layout{}, fmt.Errorf("%w: %d shards of %.0f bits (%.1f MiB) each would pass Redis's 512 MB string limit; use at least %.0f shards",
 			ErrInvalidOptions, shards, perShard, perShard/8/(1<<20), math.Ceil(m/MaxShardBits))
 	}

@@ -27,7 +27,10 @@ var errRebuildOver = errors.New("bloom: add called after the rebuild ended")
 const cleanupTimeout = 10 * time.Second
 
 // Rebuild fills a new generation of the filter with the keys src streams,
-// then switches readers to it and deletes the old one. Keys added with Add
+// then switches readers to it, marks it complete (trusted: its "false"
+// answers are certain) and deletes the old one. It is how a filter is
+// filled the first time, and how it is repaired after its keys in Redis
+// were lost. Keys added with Add
 // while it runs land in both generations, so a key in the source, or added
 // meanwhile, never reads as absent; keys in neither are dropped, which is
 // how a rebuild clears a filter that has outgrown its capacity or holds
@@ -97,11 +100,12 @@ func (f *Filter) Rebuild(ctx context.Context, src Source) (err error) {
 		return fmt.Errorf("bloom: rebuild filter %q: %w", f.name, err)
 	}
 
-	// 3. Every shard: move readers to the new generation, delete the old.
+	// 3. Every shard: mark the new generation complete, move readers to
+	// it, delete the old.
 	// Each shard switches atomically, and an element lives in one shard,
 	// so no reader ever sees a half-built generation.
 	superseded := 0
-	err = f.perShard(ctx, switchScript, []any{lease}, func(shard int, cmd *redis.Cmd) error {
+	err = f.perShard(ctx, switchScript, []any{lease, f.layout.shardBits}, func(shard int, cmd *redis.Cmd) error {
 		switch serr := f.mapScriptError(cmd.Err()); {
 		case serr == nil:
 			switched[shard] = true

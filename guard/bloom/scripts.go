@@ -6,10 +6,11 @@ import (
 	"github.com/asidekit/asidekit/internal/script"
 )
 
-// Every script runs on one shard and touches only that shard's three keys
-// (meta, buffer 0, buffer 1), which share one hash tag. They use SETBIT,
-// GETBIT, BITCOUNT, HMGET, HSET, HDEL and UNLINK, all of which the embedded
-// backend (miniredis) has too; none needs BITFIELD.
+// Every script but lease.lua runs on one shard and touches only that
+// shard's three keys (meta, buffer 0, buffer 1), which share one hash tag;
+// lease.lua touches the filter's lease key alone. They use SETBIT, GETBIT,
+// BITCOUNT, HMGET, HSET, HDEL, UNLINK, GET, PEXPIRE and DEL, all of which
+// the embedded backend (miniredis) has too; none needs BITFIELD.
 var (
 	//go:embed query.lua
 	queryLua    string
@@ -38,4 +39,8 @@ var (
 	//go:embed stats.lua
 	statsLua    string
 	statsScript = script.New(statsLua)
+
+	//go:embed lease.lua
+	leaseLua    string
+	leaseScript = script.New(leaseLua)
 )

@@ -30,9 +30,28 @@ type Stats struct {
 	// Rebuilding reports whether a Rebuild is filling a next generation
 	// (or one died without aborting; the next Rebuild takes it over).
 	Rebuilding bool
+	// UntrustedShards is how many shards are not known complete (never
+	// filled by a Rebuild, or their keys were lost since): their checks
+	// answer "maybe". 0 means Ready.
+	UntrustedShards int
+
+	// The counters below are this Filter's, since New, not the filter's in
+	// Redis.
+
+	// UntrustedChecks counts the keys that checks asked of an untrusted
+	// shard, each answered "maybe" whatever its bits said.
+	UntrustedChecks int64
+	// AutoRebuilds counts the automatic rebuilds (Options.Source) this
+	// Filter ran to the end.
+	AutoRebuilds int64
+	// AutoRebuildFailures counts the automatic rebuilds that failed, or
+	// could not take their lease because Redis failed; each is retried by
+	// a later check, RebuildInterval after the failed one started.
+	AutoRebuildFailures int64
 }
 
-// Stats reads the filter's state: one script per shard, pipelined. It runs
+// Stats reads the filter's state, and this Filter's counters: one script
+// per shard, pipelined. It runs
 // BITCOUNT over every shard, O(m), a few milliseconds per MiB on the
 // server: not for a hot path.
 func (f *Filter) Stats(ctx context.Context) (Stats, error) {
@@ -46,18 +65,25 @@ func (f *Filter) Stats(ctx context.Context) (Stats, error) {
 		Shards:        l.shards,
 	}
 	ms := float64(l.shardBits)
-	err := f.perShard(ctx, statsScript, []any{l.fingerprint}, func(_ int, cmd *redis.Cmd) error {
+	if a := f.auto; a != nil {
+		st.AutoRebuilds, st.AutoRebuildFailures = a.rebuilds.Load(), a.failures.Load()
+	}
+	st.UntrustedChecks = f.untrusted.Load()
+	err := f.perShard(ctx, statsScript, []any{l.fingerprint, l.shardBits}, func(_ int, cmd *redis.Cmd) error {
 		if err := cmd.Err(); err != nil {
 			return f.mapScriptError(err)
 		}
 		v, err := cmd.Int64Slice()
-		if err != nil || len(v) != 3 {
+		if err != nil || len(v) != 4 {
 			return fmt.Errorf("bloom: filter %q: unexpected stats reply %v (%v)", f.name, v, err)
 		}
 		gen, set := v[0], v[1]
 		st.Generation = max(st.Generation, gen)
 		st.BitsSet += set
 		st.Rebuilding = st.Rebuilding || v[2] == 1
+		if v[3] != 1 {
+			st.UntrustedShards++
+		}
 		fill := float64(set) / ms
 		st.EstimatedCount += -ms / float64(l.k) * math.Log1p(-fill)
 		st.FalsePositiveRate += math.Pow(fill, float64(l.k)) / float64(l.shards)

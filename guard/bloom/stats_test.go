@@ -19,11 +19,16 @@ func TestFilter_Stats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// m = ceil(20000·ln 100/ln²2) = 191702 → 5 shards of 38344 bits; k = 7.
-	want := bloom.Stats{Bits: 5 * 38344, HashFunctions: 7, Shards: 5}
+	// No shard is trusted before a Rebuild.
+	want := bloom.Stats{Bits: 5 * 38344, HashFunctions: 7, Shards: 5, UntrustedShards: 5}
 	if st != want {
 		t.Fatalf("empty filter: %+v, want %+v", st, want)
 	}
 
+	fill(t, ctx, f, nil)
+	if st, err := f.Stats(ctx); err != nil || st.UntrustedShards != 0 || st.BitsSet != 0 || st.Generation != 1 {
+		t.Fatalf("after an empty Rebuild: %+v, %v", st, err)
+	}
 	for _, added := range []int{n / 4, n} {
 		if err := f.AddMany(ctx, keyset("s", added)); err != nil {
 			t.Fatal(err)

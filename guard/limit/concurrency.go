@@ -10,7 +10,6 @@ import (
 	mrand "math/rand/v2"
 	"time"
 
-	"github.com/asidekit/asidekit/internal/keys"
 	"github.com/asidekit/asidekit/internal/script"
 )
 
@@ -71,15 +70,11 @@ func NewConcurrency(client Client, cfg Concurrency, opts *Options) (*Semaphore, 
 	if client == nil || cfg.Limit < 1 || int64(cfg.Limit) > maxExact || cfg.LeaseTTL < 0 || cfg.Poll < 0 {
 		return nil, fmt.Errorf("%w: concurrency: want a client, Limit in [1, 2^53], LeaseTTL >= 0, Poll >= 0, got %+v", ErrInvalid, cfg)
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	ns, err := keys.Namespace(o.Namespace)
+	o, err := opts.init()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err
 	}
-	return &Semaphore{client: client, ns: ns, limit: cfg.Limit, ttl: micros(cfg.LeaseTTL), poll: cfg.Poll, failOpen: o.FailOpen}, nil
+	return &Semaphore{client: client, ns: o.Namespace, limit: cfg.Limit, ttl: micros(cfg.LeaseTTL), poll: cfg.Poll, failOpen: o.FailOpen}, nil
 }
 
 // Lease is one slot of a Semaphore, held from Acquire to Release.

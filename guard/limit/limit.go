@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // Errors returned (wrapped) by this package; match them with errors.Is.
@@ -90,6 +92,12 @@ type Options struct {
 	// error (Wait and Acquire return the error). A context that ends and
 	// invalid input are never failed open.
 	FailOpen bool
+}
+
+// init returns a copy of o (nil allowed) with the namespace checked and
+// defaulted.
+func (o *Options) init() (Options, error) {
+	return keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
 }
 
 // Client is the part of a go-redis client the limiters use; every

@@ -30,15 +30,11 @@ func newLimiter(client Client, algo string, limit int, opts *Options, script *sc
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	ns, err := keys.Namespace(o.Namespace)
+	o, err := opts.init()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err
 	}
-	return &limiter{client: client, script: script, ns: ns, algo: algo, limit: limit, failOpen: o.FailOpen, args: args}, nil
+	return &limiter{client: client, script: script, ns: o.Namespace, algo: algo, limit: limit, failOpen: o.FailOpen, args: args}, nil
 }
 
 // stateKey returns the key that holds the state of key.

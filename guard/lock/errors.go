@@ -22,16 +22,14 @@ var (
 	// the nodes' failures.
 	ErrNoQuorum = fmt.Errorf("%w: redlock quorum not reached", ErrNotObtained)
 
-	// ErrInvalid is returned (wrapped, with the reason) for a call's
-	// argument that cannot be used: an empty lock name or one longer than
-	// 1024 bytes, a ttl below 1ms (or, for a Redlock, one that the clock
-	// drift allowance would use up). Nothing is sent to Redis then.
+	// ErrInvalid is returned (wrapped, with the reason) for an argument
+	// that cannot be used: by New and NewRedlock for a nil client, an
+	// empty list of nodes, or Options they cannot use (a bad namespace, a
+	// DriftFactor not below 1); by a call for an empty lock name or one
+	// longer than 1024 bytes, a ttl below 1ms (or, for a Redlock, one that
+	// the clock drift allowance would use up). Nothing is sent to Redis
+	// then.
 	ErrInvalid = errors.New("lock: invalid argument")
-
-	// ErrInvalidOptions is returned (wrapped, with the reason) by New and
-	// NewRedlock for a nil client, an empty list of nodes, or Options they
-	// cannot use: a bad namespace, a DriftFactor not below 1.
-	ErrInvalidOptions = errors.New("lock: invalid options")
 
 	// ErrClosed is returned by a Locker's Obtain, TryObtain and Listen
 	// after Close, including to callers that were waiting when it was

@@ -46,10 +46,10 @@ var (
 
 // New returns a Locker that keeps its locks in client. A nil opts means
 // the defaults. A nil client or a bad option is an error that matches
-// ErrInvalidOptions.
+// ErrInvalid.
 func New(client redis.UniversalClient, opts *Options) (*Locker, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
 	}
 	o, err := opts.init()
 	if err != nil {

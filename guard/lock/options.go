@@ -72,35 +72,25 @@ const (
 // init returns a copy of o with defaults filled in and the namespace
 // checked.
 func (o *Options) init() (Options, error) {
-	var c Options
-	if o != nil {
-		c = *o
-	}
-	ns, err := keys.Namespace(c.Namespace)
+	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
 	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return c, err
 	}
-	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
 	return c, nil
 }
 
 func (o *RedlockOptions) init() (RedlockOptions, error) {
-	var c RedlockOptions
-	if o != nil {
-		c = *o
-	}
-	ns, err := keys.Namespace(c.Namespace)
+	c, err := keys.CopyOptions(o, func(c *RedlockOptions) *string { return &c.Namespace }, ErrInvalid)
 	if err != nil {
-		return c, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return c, err
 	}
-	c.Namespace = ns
 	c.MinBackoff, c.MaxBackoff = backoffDefaults(c.MinBackoff, c.MaxBackoff)
 	if c.DriftFactor <= 0 {
 		c.DriftFactor = defaultDriftFactor
 	}
 	if !(c.DriftFactor < 1) { // NaN too
-		return c, fmt.Errorf("%w: DriftFactor %v is not below 1", ErrInvalidOptions, c.DriftFactor)
+		return c, fmt.Errorf("%w: DriftFactor %v is not below 1", ErrInvalid, c.DriftFactor)
 	}
 	return c, nil
 }

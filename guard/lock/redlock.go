@@ -38,13 +38,13 @@ type Redlock struct {
 
 // NewRedlock returns a Redlock over clients, one per independent node. A
 // nil opts means the defaults. An empty list, a nil client or a bad option
-// is an error that matches ErrInvalidOptions.
+// is an error that matches ErrInvalid.
 func NewRedlock(clients []redis.UniversalClient, opts *RedlockOptions) (*Redlock, error) {
 	if len(clients) == 0 {
-		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalid)
 	}
 	if i := slices.Index(clients, nil); i >= 0 {
-		return nil, fmt.Errorf("%w: redlock: node %d: nil redis client", ErrInvalidOptions, i)
+		return nil, fmt.Errorf("%w: redlock: node %d: nil redis client", ErrInvalid, i)
 	}
 	o, err := opts.init()
 	if err != nil {

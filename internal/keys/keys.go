@@ -79,3 +79,23 @@ func Namespace(ns string) (string, error) {
 	}
 	return ns, nil
 }
+
+// CopyOptions is how a constructor takes its options: it returns a copy of
+// *opts (the zero T when opts is nil, so a nil pointer means the defaults,
+// and the caller's struct is never changed) whose namespace field, the one
+// namespace points to, is checked and defaulted as by Namespace. A bad
+// namespace is an error wrapping both invalid (the package's sentinel) and
+// ErrInvalid.
+func CopyOptions[T any](opts *T, namespace func(*T) *string, invalid error) (T, error) {
+	var c T
+	if opts != nil {
+		c = *opts
+	}
+	ns := namespace(&c)
+	checked, err := Namespace(*ns)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", invalid, err)
+	}
+	*ns = checked
+	return c, nil
+}

@@ -58,3 +58,30 @@ func TestNamespace(t *testing.T) {
 		t.Fatalf("Namespace(a:b) err = %v", err)
 	}
 }
+
+func TestCopyOptions(t *testing.T) {
+	type options struct {
+		Namespace string
+		N         int
+	}
+	field := func(o *options) *string { return &o.Namespace }
+	errBad := errors.New("pkg: invalid argument")
+
+	c, err := CopyOptions(nil, field, errBad)
+	if err != nil || c != (options{Namespace: DefaultNamespace}) {
+		t.Errorf("nil: %+v, %v", c, err)
+	}
+	in := &options{N: 3}
+	c, err = CopyOptions(in, field, errBad)
+	if err != nil || c != (options{Namespace: DefaultNamespace, N: 3}) || *in != (options{N: 3}) {
+		t.Errorf("copy: %+v, %v; caller's %+v", c, err, *in)
+	}
+	c, err = CopyOptions(&options{Namespace: "svc"}, field, errBad)
+	if err != nil || c.Namespace != "svc" {
+		t.Errorf("svc: %+v, %v", c, err)
+	}
+	_, err = CopyOptions(&options{Namespace: "a:b"}, field, errBad)
+	if !errors.Is(err, errBad) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("a:b: %v, want errBad and ErrInvalid", err)
+	}
+}

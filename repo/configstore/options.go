@@ -1,6 +1,10 @@
 package configstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/asidekit/asidekit/internal/keys"
+)
 
 // Options configures a Store. The zero value, and a nil *Options, give the
 // defaults documented on each field.
@@ -61,11 +65,12 @@ const (
 	mirrorTimeout = 5 * time.Second
 )
 
-// withDefaults returns a copy of o (nil allowed) with zero fields filled in.
-func (o *Options) withDefaults() Options {
-	var c Options
-	if o != nil {
-		c = *o
+// init returns a copy of o (nil allowed) with zero fields filled in, or an
+// error wrapping ErrInvalid for a bad namespace.
+func (o *Options) init() (Options, error) {
+	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
+	if err != nil {
+		return c, err
 	}
 	if c.Scope == "" {
 		c.Scope = defaultScope
@@ -82,5 +87,5 @@ func (o *Options) withDefaults() Options {
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = defaultWatchBuffer
 	}
-	return c
+	return c, nil
 }

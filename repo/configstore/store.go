@@ -90,10 +90,9 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Store, erro
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil *gorm.DB", ErrInvalid)
 	}
-	o := opts.withDefaults()
-	ns, err := keys.Namespace(o.Namespace)
+	o, err := opts.init()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err
 	}
 	if err := checkText("scope", o.Scope, maxScope); err != nil {
 		return nil, err
@@ -102,7 +101,7 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: scope: %w", ErrInvalid, err)
 	}
-	base := ns + ":cfg:{" + tag + "}"
+	base := o.Namespace + ":cfg:{" + tag + "}"
 	return &Store{
 		rdb:       client,
 		db:        db,
