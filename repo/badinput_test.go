@@ -288,7 +288,7 @@ func TestRepository_badInput_deadRedis(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{AfterCommitErrors: true})
 	if err != nil {
 		t.Fatal(err)
 	}

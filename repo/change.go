@@ -18,12 +18,14 @@ type feed[T any, ID comparable] struct {
 func (f *feed[T, ID]) Table() string                           { return f.c.sch.Table }
 func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error { return f.base.InvalidateAll(ctx) }
 
-// WarmFilter warms the Bloom filters; without them it does nothing.
-func (f *feed[T, ID]) WarmFilter(ctx context.Context) error {
+// RebuildFilter rebuilds the Bloom filters (a lost slot lost inserts:
+// the filters may lack their keys, however complete they were); without
+// filters it does nothing.
+func (f *feed[T, ID]) RebuildFilter(ctx context.Context) error {
 	if f.c.filter == nil {
 		return nil
 	}
-	return f.base.WarmFilter(ctx)
+	return f.base.RebuildFilter(ctx)
 }
 
 // Queue adds the cache work of a committed change to w, as planChange

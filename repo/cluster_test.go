@@ -29,7 +29,7 @@ func TestRepository_cluster(t *testing.T) {
 	if err := pg.DB.Create(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := users.WarmFilter(ctx); err != nil {
+	if err := users.RebuildFilter(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ids := []int64{999_999} // absent, and ruled out by the filter

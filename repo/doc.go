@@ -50,13 +50,17 @@
 // (one INSERT per batch) in one transaction, the caller's or their own,
 // with the same upkeep after the commit, merged into one pipelined call
 // per filter and entity.
-// When the database write succeeded but the cache upkeep after it failed,
-// the error matches ErrAfterCommit: the write is not lost, and cacheaside
-// retries failed invalidations in the background.
+// When the database write succeeded but the cache upkeep after it failed
+// (Redis down), the write returns nil: it is in the database, and an error
+// would make callers write twice. The failed invalidations and filter adds
+// are retried in the background until Redis takes them, counted and
+// logged (GetAfterCommitStats); Options.AfterCommitErrors returns an error
+// matching ErrAfterCommit instead.
 //
 // Writes that bypass the repository (plain SQL, other services, a write
 // whose COMMIT reply was lost) invalidate nothing; package repo/cdc follows
-// PostgreSQL's WAL and applies them through AddChange and InvalidateAll.
+// PostgreSQL's WAL and applies them by the same rule as the repository's
+// own writes.
 //
 // InsertIfAbsent de-duplicates on a unique key (Options.UniqueKey) with
 // INSERT … ON CONFLICT DO NOTHING: the unique index decides, never a racy
@@ -70,10 +74,15 @@
 // so that GetBy of a value no row holds (an unknown slug) answers
 // ErrNotFound with no SELECT and InsertIfAbsent of a new key goes straight
 // to its INSERT. Writes through the repository keep the filters up to date
-// after their commit; WarmFilter streams the table's keys into them in
-// batches; RebuildFilter rebuilds them through bloom's generation swap, so
-// deleted rows stop passing. Rows written around the repository read as
-// absent until one of those two runs.
+// after their commit, whatever the write (one rule decides what every
+// write, and every change repo/cdc reads from the WAL, does to the cache);
+// RebuildFilter rebuilds them from the table through bloom's generation
+// swap, so deleted rows stop passing. A filter is trusted only while it is
+// known complete: a new one, or one whose keys Redis lost (a restart, a
+// FLUSHALL, an eviction), answers "maybe" and rebuilds itself from the
+// table in the background, one process at a time; WarmFilter waits for
+// that. Rows written around the repository without repo/cdc read as
+// absent until a rebuild.
 //
 // # Ownership
 //

@@ -17,12 +17,12 @@ var (
 	// cacheaside.ErrNotFound and gorm.ErrRecordNotFound.
 	ErrNotFound error = notFound{}
 
-	// ErrAfterCommit is returned (joined with the cause) when the database
-	// write committed but the cache or filter upkeep after it failed. The
-	// write is not lost and must not be retried as if it were: a failed
-	// invalidation is retried by cacheaside in the background
-	// (cacheaside.ErrInvalidationPending), and meanwhile a stale value may
-	// be served for at most its TTL.
+	// ErrAfterCommit is returned (joined with the cause), with
+	// Options.AfterCommitErrors only, when the database write committed
+	// but the cache or filter upkeep after it failed. The write is not
+	// lost and must not be retried as if it were: the failed work is
+	// retried in the background until Redis takes it (see
+	// GetAfterCommitStats), and meanwhile a stale value may be served.
 	ErrAfterCommit = errors.New("repo: committed, but the cache upkeep after the commit failed")
 
 	// ErrInvalidOptions is returned by New for a model or options it cannot

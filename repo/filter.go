@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -11,58 +12,82 @@ import (
 	"github.com/asidekit/asidekit/guard/bloom"
 )
 
-// WarmFilter adds every primary key of the table to the Bloom filter, and
-// every value of a unique key to its filter (see FilterBy), reading the
-// table in pages of BatchSize rows (keyset pagination on the primary key,
-// so a page costs the same at the end of a big table as at its start).
-// Rows written meanwhile are added by their own writes. Without
-// Options.Filter it is an error matching ErrInvalidOptions.
+// WarmFilter makes the Bloom filters complete: each one not known to be
+// (never filled, or its keys lost to a Redis restart, a FLUSHALL or an
+// eviction) is rebuilt from the table as RebuildFilter does; a complete
+// one costs one check. A filter not known complete answers "maybe" for
+// every key, so reads stay correct meanwhile, and it rebuilds itself in
+// the background on its first check (one process at a time, under a lease
+// in Redis): WarmFilter is for a service that wants its filters ready
+// before it listens. Without Options.Filter it is an error matching
+// ErrInvalidOptions.
 func (r *Repository[T, ID]) WarmFilter(ctx context.Context) error {
-	c := r.c
-	if c.filter == nil {
-		return fmt.Errorf("%w: %s: WarmFilter without Options.Filter", ErrInvalidOptions, c.name)
-	}
-	ls := c.filtered()
-	return c.scan(ctx, ls, func(ids []string, uks [][]string) error {
-		if err := c.filter.AddMany(ctx, ids); err != nil {
-			return fmt.Errorf("repo: %s: warm filter: %w", c.name, err)
-		}
-		for i, l := range ls {
-			if len(uks[i]) == 0 {
-				continue
-			}
-			if err := l.filter.AddMany(ctx, uks[i]); err != nil {
-				return fmt.Errorf("repo: %s: warm filter: %w", l.name, err)
-			}
-		}
-		return nil
-	})
+	return r.c.rebuildFilters(ctx, false)
 }
 
 // RebuildFilter rebuilds the Bloom filters from the table through bloom's
-// Rebuild: a new generation is filled from the table (streamed like
-// WarmFilter), then readers switch to it, so ids of deleted rows stop
-// passing and no existing id ever reads as absent meanwhile. The primary
-// key filter is rebuilt first, then each unique-key filter, each from its
-// own pass over the table.
+// Rebuild: a new generation is filled from the table (read in pages of
+// BatchSize rows, keyset pagination on the primary key, so a page costs
+// the same at the end of a big table as at its start), then readers
+// switch to it, so ids of deleted rows stop passing and no existing id
+// ever reads as absent meanwhile. The primary key filter is rebuilt first,
+// then each unique-key filter, each from its own pass over the table.
 func (r *Repository[T, ID]) RebuildFilter(ctx context.Context) error {
-	c := r.c
+	return r.c.rebuildFilters(ctx, true)
+}
+
+// rebuildFilters rebuilds every filter, or with all false those that are
+// not ready.
+func (c *core[T, ID]) rebuildFilters(ctx context.Context, all bool) error {
 	if c.filter == nil {
-		return fmt.Errorf("%w: %s: RebuildFilter without Options.Filter", ErrInvalidOptions, c.name)
+		return fmt.Errorf("%w: %s: filter without Options.Filter", ErrInvalidOptions, c.name)
 	}
-	err := c.filter.Rebuild(ctx, func(ctx context.Context, add func([]string) error) error {
-		return c.scan(ctx, nil, func(ids []string, _ [][]string) error { return add(ids) })
-	})
-	if err != nil {
+	if err := rebuild(ctx, c.filter, c.filterSource(nil), all); err != nil {
 		return fmt.Errorf("repo: %s: rebuild filter: %w", c.name, err)
 	}
 	for _, l := range c.filtered() {
-		err := l.filter.Rebuild(ctx, func(ctx context.Context, add func([]string) error) error {
-			return c.scan(ctx, []*lookup[ID]{l}, func(_ []string, uks [][]string) error { return add(uks[0]) })
-		})
-		if err != nil {
+		if err := rebuild(ctx, l.filter, c.filterSource(l), all); err != nil {
 			return fmt.Errorf("repo: %s: rebuild filter: %w", l.name, err)
 		}
+	}
+	return nil
+}
+
+// rebuild rebuilds f from src, or with all false only when f is not ready.
+// A rebuild superseded by another (the filter's own automatic one, started
+// by a check meanwhile) is tried again, a few times at most.
+func rebuild(ctx context.Context, f *bloom.Filter, src bloom.Source, all bool) error {
+	var err error
+	for range 4 {
+		if !all {
+			// Stats, not Ready: Ready would start the filter's own
+			// automatic rebuild beside this one.
+			st, serr := f.Stats(ctx)
+			if serr != nil {
+				return serr
+			}
+			if st.UntrustedShards == 0 {
+				return nil
+			}
+		}
+		if err = f.Rebuild(ctx, src); !errors.Is(err, bloom.ErrRebuildSuperseded) {
+			return err
+		}
+	}
+	return err
+}
+
+// Close stops the Bloom filters' background rebuilds, waiting for one
+// that runs. The repository stays usable; its filters no longer rebuild
+// themselves. Close is for the end of a service or a test; it always
+// returns nil.
+func (r *Repository[T, ID]) Close() error {
+	if r.c.filter == nil {
+		return nil
+	}
+	_ = r.c.filter.Close()
+	for _, l := range r.c.filtered() {
+		_ = l.filter.Close()
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 // With Options.Filter, GetBy of a slug no row holds answers ErrNotFound
 // without a SELECT; writes through the repository keep the slug filter in
-// sync (Create, Update to a new slug, Put), and WarmFilter covers rows
+// sync (Create, Update to a new slug, Put), and RebuildFilter covers rows
 // written around it.
 func TestGetBy_filter(t *testing.T) {
 	t.Parallel()
@@ -24,7 +24,7 @@ func TestGetBy_filter(t *testing.T) {
 	if err := e.db.Create(&seeded).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := products.WarmFilter(ctx); err != nil {
+	if err := products.RebuildFilter(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +80,7 @@ func TestGetBy_filter(t *testing.T) {
 	}
 
 	// A row written around the repository is unknown to the filter until
-	// WarmFilter adds it.
+	// RebuildFilter adds it.
 	if err := e.db.Create(&product{ID: "side", Slug: "side-door", Name: "Side", Price: 3}).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +90,13 @@ func TestGetBy_filter(t *testing.T) {
 	if n := e.sql.Count("SELECT"); n != 0 {
 		t.Fatalf("GetBy of a slug the filter never saw ran %d SELECTs", n)
 	}
-	if err := products.WarmFilter(ctx); err != nil {
+	if err := products.RebuildFilter(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Its cached mapping is the filter's answer, which was not cached:
 	// the next GetBy loads it.
 	if got, err := products.GetBy(ctx, "slug", "side-door"); err != nil || got.ID != "side" {
-		t.Fatalf("GetBy after WarmFilter = %+v, %v", got, err)
+		t.Fatalf("GetBy after RebuildFilter = %+v, %v", got, err)
 	}
 }
 

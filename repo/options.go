@@ -24,9 +24,12 @@ type Options struct {
 	// one over primary keys, named Name and used as the Policy's Filter,
 	// and one over the values of each single-column unique key (which GetBy
 	// consults) and of InsertIfAbsent's key, named Name + ".by." + the
-	// key's columns joined by "+" (see FilterBy). Fill them with
-	// WarmFilter when the table has rows. Its Namespace should match the
-	// Cache's. Default nil: no filter.
+	// key's columns joined by "+" (see FilterBy). A filter answers
+	// "maybe" (reads go to the database) until it is known complete; it
+	// then rebuilds itself from the table in the background, and
+	// WarmFilter does it at once. The repository sets Source; the other
+	// fields are used as they are. Its Namespace should match the Cache's.
+	// Default nil: no filter.
 	Filter *bloom.Options
 
 	// FilterClient is the Redis client the Bloom filters live on. Bloom
@@ -55,6 +58,14 @@ type Options struct {
 	// BatchSize is the most ids one SELECT … IN (…) carries, and the page
 	// size of WarmFilter and RebuildFilter. Default DefaultBatchSize.
 	BatchSize int
+
+	// AfterCommitErrors makes the repository's writes outside a
+	// transaction return an error matching ErrAfterCommit when the cache
+	// upkeep after their commit failed. Default false: they return nil,
+	// since the write is in the database and a caller that retried it
+	// would write twice; the failed work is retried in the background
+	// either way, counted and logged (GetAfterCommitStats).
+	AfterCommitErrors bool
 }
 
 // Defaults of Options.

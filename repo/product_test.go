@@ -31,6 +31,8 @@ func (e *env) products(t *testing.T, o repo.Options) *repo.Repository[product, s
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close() })
+	warm(t, r, o)
 	return r
 }
 

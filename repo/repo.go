@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -26,13 +25,12 @@ type Repository[T any, ID comparable] struct {
 
 // core is what every view of a repository shares; immutable after New.
 type core[T any, ID comparable] struct {
-	db     *gorm.DB              // a clean session on the caller's database
-	client redis.UniversalClient // the cache's, for InvalidateAll's SCAN
-	name   string
-	sch    *schema.Schema
-	pk     *schema.Field
-	idKey  idCodec[ID]
-	ent    *cacheaside.Entity[T]
+	db    *gorm.DB // a clean session on the caller's database
+	name  string
+	sch   *schema.Schema
+	pk    *schema.Field
+	idKey idCodec[ID]
+	ent   *cacheaside.Entity[T]
 	// byKey is Get's loader outside a transaction, made once (nil for ids
 	// that cannot be parsed back from their cache id: Get then makes one
 	// per call).
@@ -48,6 +46,8 @@ type core[T any, ID comparable] struct {
 	// claimErr is why New could not check the entity's owner (Claim).
 	claimErr error
 	shape    shape // of the cache, for planChange
+	// reportAfterCommit is Options.AfterCommitErrors.
+	reportAfterCommit bool
 }
 
 // New returns the repository of T's table. T must be a GORM model with a
@@ -89,13 +89,12 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		return nil, collision
 	}
 	c := &core[T, ID]{
-		db:     db.Session(&gorm.Session{NewDB: true}),
-		client: cache.Client(),
-		name:   o.Name,
-		sch:    sch,
-		pk:     pk,
-		idKey:  idKey,
-		batch:  o.BatchSize,
+		db:    db.Session(&gorm.Session{NewDB: true}),
+		name:  o.Name,
+		sch:   sch,
+		pk:    pk,
+		idKey: idKey,
+		batch: o.BatchSize,
 	}
 	c.claimErr = unchecked
 	if dec := newIDDecoder[ID](); dec != nil {
@@ -120,7 +119,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	}
 	pol := o.Policy
 	if o.Filter != nil {
-		if c.filter, err = bloom.New(o.FilterClient, o.Name, o.Filter); err != nil {
+		if c.filter, err = bloom.New(o.FilterClient, o.Name, c.filterOptions(o, nil)); err != nil {
 			return nil, fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
 		}
 		pol.Filter = c.filter

@@ -29,8 +29,9 @@ type Tx struct {
 // panic in fn rolls back and propagates (GORM re-panics): nothing is
 // invalidated.
 //
-// The error is fn's, the commit's, or, after a successful commit, one
-// matching ErrAfterCommit.
+// The error is fn's or the commit's. Cache upkeep that fails after the
+// commit is retried in the background and counted (GetAfterCommitStats),
+// never returned: the transaction committed.
 func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts ...*sql.TxOptions) error {
 	if db == nil || fn == nil {
 		return errors.New("repo: Transaction needs a *gorm.DB and a function")
@@ -47,7 +48,7 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if err != nil {
 		return err
 	}
-	return runAfterCommit(ctx, &after)
+	return runAfterCommit(ctx, &after, false)
 }
 
 // Transaction runs fn in a nested transaction (a savepoint). What fn's
@@ -100,5 +101,5 @@ func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *rowchange.Work) e
 		r.tx.queue(u)
 		return nil
 	}
-	return runAfterCommit(ctx, u)
+	return runAfterCommit(ctx, u, r.c.reportAfterCommit)
 }

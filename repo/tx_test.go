@@ -179,16 +179,29 @@ func TestRepository_Create_redisDown(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{AfterCommitErrors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byDefault, err := repo.New[sample.User, int64](e.db, cache, repo.Options{Name: "users2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	srv.Stop()
+	before := repo.GetAfterCommitStats()
 	u := sample.User{Email: "d@example.com", Name: "D"}
 	err = users.Create(ctx, &u)
 	if !errors.Is(err, repo.ErrAfterCommit) {
 		t.Fatalf("Create with Redis down = %v, want ErrAfterCommit", err)
+	}
+	// By default a committed write returns nil; its upkeep is retried
+	// in the background and counted.
+	if err := byDefault.Create(ctx, &sample.User{Email: "d2@example.com", Name: "D2"}); err != nil {
+		t.Fatalf("Create with Redis down, by default = %v, want nil", err)
+	}
+	if s := repo.GetAfterCommitStats(); s.Failures < before.Failures+2 || s.Pending == 0 {
+		t.Errorf("after-commit stats %+v (before %+v): want 2 more failures and work pending", s, before)
 	}
 	var n int64
 	e.db.Model(&sample.User{}).Where("id = ?", u.ID).Count(&n)

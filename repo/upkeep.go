@@ -47,15 +47,22 @@ func (c *core[T, ID]) shapeOf() shape {
 }
 
 // runAfterCommit runs w, bounded by AfterCommitTimeout and detached from
-// ctx's cancellation; an error matches ErrAfterCommit.
-func runAfterCommit(ctx context.Context, w *rowchange.Work) error {
+// ctx's cancellation. What fails is retried in the background; with
+// report, the error (matching ErrAfterCommit) is returned too, else nil.
+func runAfterCommit(ctx context.Context, w *rowchange.Work, report bool) error {
 	if w.Len() == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterCommitTimeout)
 	defer cancel()
-	if err := w.Run(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
+	failed, err := w.Try(ctx)
+	if failed == nil {
+		return nil
+	}
+	err = fmt.Errorf("%w: %w", ErrAfterCommit, err)
+	retrier.queue(failed, err)
+	if report {
+		return err
 	}
 	return nil
 }

@@ -52,10 +52,7 @@ func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "slug and name are required, price_cents >= 0", http.StatusBadRequest)
 		return
 	}
-	err := s.products.Put(r.Context(), &p)
-	if errors.Is(err, repo.ErrAfterCommit) {
-		err = nil // written; the cache upkeep is retried in the background
-	}
+	err := s.products.Put(r.Context(), &p) // nil once written: cache upkeep that failed is retried in the background
 	reply(w, p, err)
 }
 

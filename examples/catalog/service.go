@@ -188,14 +188,7 @@ func (s *Service) seed(ctx context.Context, n int) error {
 	for i := range ps {
 		ps[i] = Product{ID: fmt.Sprint("p", i+1), Slug: fmt.Sprint("product-", i+1), Name: fmt.Sprint("Product ", i+1), PriceCents: int64(100 * (i%50 + 1))}
 	}
-	err := s.products.CreateMany(ctx, ps)
-	if errors.Is(err, repo.ErrAfterCommit) {
-		// The rows are in; the filter adds or invalidations after them
-		// timed out (a slow embedded Redis): fill the filters again, with
-		// no deadline. Failed invalidations are retried in the background.
-		return s.products.WarmFilter(ctx)
-	}
-	return err
+	return s.products.CreateMany(ctx, ps)
 }
 
 // Backend describes the backends, e.g. "miniredis + SQLite".

@@ -18,9 +18,9 @@ type Table interface {
 	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
 	// slot).
 	InvalidateAll(ctx context.Context) error
-	// WarmFilter adds every row's keys to the Bloom filters; without
+	// RebuildFilter rebuilds the Bloom filters from the table; without
 	// filters it does nothing.
-	WarmFilter(ctx context.Context) error
+	RebuildFilter(ctx context.Context) error
 }
 
 // tables maps the address of a registered repository to its Table. The

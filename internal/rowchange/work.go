@@ -101,8 +101,15 @@ func (w *Work) Merge(o *Work) {
 // are joined. Running it again does the same work again: invalidations and
 // filter adds are idempotent.
 func (w *Work) Run(ctx context.Context) error {
+	_, err := w.Try(ctx)
+	return err
+}
+
+// Try is Run that also returns the work of the targets that failed (nil
+// when none did), to be tried again.
+func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 	if len(w.targets) == 0 {
-		return nil
+		return nil, nil
 	}
 	errs := make([]error, len(w.targets))
 	var wg sync.WaitGroup
@@ -111,7 +118,21 @@ func (w *Work) Run(ctx context.Context) error {
 	}
 	errs[0] = runTarget(ctx, w.targets[0])
 	wg.Wait()
-	return errors.Join(errs...)
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if failed == nil {
+			failed = &Work{}
+		}
+		switch t := w.targets[i].(type) {
+		case *addTarget:
+			failed.Add(t.f, t.name, t.keys...)
+		case *invTarget:
+			failed.Invalidate(t.e, t.ids...)
+		}
+	}
+	return failed, errors.Join(errs...)
 }
 
 func runTarget(ctx context.Context, t any) error {

@@ -56,7 +56,7 @@
 // transaction that creates it, it writes a logical decoding message to the
 // WAL, the new slot's first change. The process that holds the new slot
 // (one at a time) applies that message like a TRUNCATE of every registered
-// table: InvalidateAll, then WarmFilter where the target has one, retried
+// table: InvalidateAll, then RebuildFilter where the target has filters, retried
 // until Redis takes them, before any later change, and confirms it only
 // then, so a holder that dies meanwhile leaves it to the next. A
 // recreation is counted in Stats.SlotsRecreated (by the process that made

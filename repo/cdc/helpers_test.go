@@ -65,6 +65,7 @@ func newEnvOn(t *testing.T, pg *testcontainers.PostgresDB, rdb redis.UniversalCl
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = users.Close() })
 	return &env{db: pg.DB, dsn: pg.DSN, rdb: rdb, ns: ns, cache: cache, users: users,
 		slot: "test_" + strconv.FormatUint(rand.Uint64(), 36)}
 }

@@ -121,7 +121,7 @@ func (inv *Invalidator) recreateSlot(ctx context.Context, conn *pgx.Conn, target
 			if err := inv.retry(ctx, t.InvalidateAll); err != nil {
 				return err
 			}
-			if err := inv.retry(ctx, t.WarmFilter); err != nil {
+			if err := inv.retry(ctx, t.RebuildFilter); err != nil {
 				return err
 			}
 		}

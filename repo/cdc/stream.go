@@ -209,7 +209,7 @@ func (a *applier) apply(ctx context.Context) error {
 		a.changes++
 	}
 	for len(a.warms) > 0 {
-		if err := inv.retry(ctx, a.warms[0].WarmFilter); err != nil {
+		if err := inv.retry(ctx, a.warms[0].RebuildFilter); err != nil {
 			return err
 		}
 		a.warms = a.warms[1:]

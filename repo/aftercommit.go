@@ -1,0 +1,113 @@
+package repo
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/rowchange"
+)
+
+// What happens when the cache upkeep after a commit fails (Redis down or
+// slow): the write is in the database, so returning an error would only
+// make callers retry a write that succeeded (a duplicate order). By
+// default the write returns nil, and the work that failed (invalidations,
+// Bloom filter adds) is retried in the background, process-wide, until
+// Redis takes it; it is counted and logged (AfterCommitStats).
+// Options.AfterCommitErrors makes a repository's own writes return an
+// error matching ErrAfterCommit instead (the work is retried all the same).
+
+// maxPendingUpkeep bounds the ids and keys awaiting a retry; past it, new
+// failed work is dropped and counted (Dropped), and a stale row or a
+// missing filter key may then last until the TTL or a filter rebuild.
+const maxPendingUpkeep = 1 << 20
+
+// AfterCommitStats counts the cache upkeep that failed after commits, in
+// this process.
+type AfterCommitStats struct {
+	Failures int64 // writes whose upkeep failed after the commit
+	Retried  int64 // ids and keys that a background retry then applied
+	Dropped  int64 // ids and keys dropped: the retry queue was full
+	Pending  int   // ids and keys awaiting a retry now
+}
+
+// upkeepRetrier retries failed after-commit work in the background, one
+// goroutine while there is work, none otherwise.
+type upkeepRetrier struct {
+	mu      sync.Mutex // guards pending and running
+	pending rowchange.Work
+	running bool
+
+	failures, retried, dropped atomic.Int64
+}
+
+var retrier upkeepRetrier
+
+// GetAfterCommitStats returns the counters of after-commit upkeep failures
+// of every repository of the process.
+func GetAfterCommitStats() AfterCommitStats {
+	r := &retrier
+	r.mu.Lock()
+	pending := r.pending.Len()
+	r.mu.Unlock()
+	return AfterCommitStats{
+		Failures: r.failures.Load(),
+		Retried:  r.retried.Load(),
+		Dropped:  r.dropped.Load(),
+		Pending:  pending,
+	}
+}
+
+// queue adds failed work to retry; err is why it failed, for the log.
+func (r *upkeepRetrier) queue(failed *rowchange.Work, err error) {
+	r.failures.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending.Len()+failed.Len() > maxPendingUpkeep {
+		r.dropped.Add(int64(failed.Len()))
+		slog.Error("asidekit: cache upkeep after a commit failed and the retry queue is full; dropped",
+			"keys", failed.Len(), "err", err)
+		return
+	}
+	slog.Warn("asidekit: cache upkeep after a commit failed; retrying in the background",
+		"keys", failed.Len(), "err", err)
+	r.pending.Merge(failed)
+	if !r.running {
+		r.running = true
+		go r.loop()
+	}
+}
+
+// loop retries the pending work with backoff until none is left.
+func (r *upkeepRetrier) loop() {
+	b := backoff.New(20*time.Millisecond, 2*time.Second)
+	for {
+		_ = b.Wait(context.Background())
+		r.mu.Lock()
+		w := r.pending
+		r.pending = rowchange.Work{}
+		r.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), AfterCommitTimeout)
+		failed, _ := w.Try(ctx)
+		cancel()
+		done := w.Len()
+		r.mu.Lock()
+		if failed != nil {
+			done -= failed.Len()
+			r.pending.Merge(failed)
+		}
+		r.retried.Add(int64(done))
+		if r.pending.Len() == 0 {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		if failed == nil {
+			b.Reset()
+		}
+	}
+}
