@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/faultproxy"
 )
 
@@ -95,9 +96,9 @@ func runAvalancheVariant(ctx context.Context, env *Env, p AvalancheParams, v Var
 		outage.Add(1)
 		go func() {
 			defer outage.Done()
-			sleepCtx(ctx, time.Until(t0.Add(p.OutageAt)))
+			_ = backoff.Sleep(ctx, time.Until(t0.Add(p.OutageAt)))
 			px.Cut()
-			sleepCtx(ctx, p.OutageFor)
+			_ = backoff.Sleep(ctx, p.OutageFor)
 			px.Heal()
 		}()
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // dbCounter counts SQL statements through GORM callbacks registered on
@@ -109,7 +111,11 @@ func (c *dbCounter) before(db *gorm.DB) {
 func (c *dbCounter) beforeQuery(db *gorm.DB) {
 	c.before(db)
 	if d := time.Duration(c.delay.Load()); d > 0 && db.Error == nil {
-		sleepCtx(db.Statement.Context, d)
+		ctx := db.Statement.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		_ = backoff.Sleep(ctx, d)
 	}
 }
 
@@ -122,18 +128,6 @@ func (c *dbCounter) after(db *gorm.DB) {
 	if r := c.rec.Load(); r != nil {
 		start, _ := v.(time.Time)
 		r.add(span{start, time.Now()})
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

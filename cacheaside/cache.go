@@ -85,9 +85,9 @@ type Cache struct {
 // New returns a Cache over client. opts may be nil.
 func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
 	}
-	o, err := keys.CopyOptions(opts, func(o *Options) *string { return &o.Namespace }, ErrInvalidOptions)
+	o, err := keys.CopyOptions(opts, func(o *Options) *string { return &o.Namespace }, ErrInvalid)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.LocalInvalidation != LocalTracking && o.LocalInvalidation != LocalBroadcast {
-		return nil, fmt.Errorf("cacheaside: unknown LocalInvalidation %d", o.LocalInvalidation)
+		return nil, fmt.Errorf("%w: unknown LocalInvalidation %d", ErrInvalid, o.LocalInvalidation)
 	}
 	c := &Cache{
 		client:       client,

@@ -42,7 +42,7 @@ type Entity[T any] struct {
 // be empty.
 func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 	if c == nil {
-		return nil, errors.New("cacheaside: nil Cache")
+		return nil, fmt.Errorf("%w: nil Cache", ErrInvalid)
 	}
 	c.mu.Lock()
 	closed := c.closed

@@ -31,23 +31,24 @@ var (
 	// stale value may be served for at most its TTL.
 	ErrInvalidationPending = errors.New("cacheaside: invalidation failed, retrying in the background")
 
+	// ErrInvalid is returned (wrapped, with the reason) for an argument
+	// that cannot be used: by New for a nil client or Options it cannot use
+	// (a bad namespace, an unknown LocalInvalidation); by NewEntity for a
+	// nil Cache or a Policy it cannot use (a negative TTL, LockTTL,
+	// WaitTimeout, RefreshTimeout or Beta, a Jitter above 1, an unknown
+	// Strategy, a negative field of Local); and, as ErrInvalidID, for an id
+	// or entity name that cannot be used in a key.
+	ErrInvalid = errors.New("cacheaside: invalid argument")
+
 	// ErrInvalidID wraps the reason an id or entity name cannot be used in
-	// a key: empty, or longer than 1024 bytes.
-	ErrInvalidID = errors.New("cacheaside: invalid id")
+	// a key: empty, or longer than 1024 bytes. It wraps ErrInvalid, so an
+	// error that matches it matches ErrInvalid too.
+	ErrInvalidID = fmt.Errorf("%w: id", ErrInvalid)
 
 	// ErrValueTooLarge is returned by Set (and counted, not returned, for
 	// loaded values, which are then served uncached) when an encoded entry
 	// exceeds Options.MaxValueSize.
 	ErrValueTooLarge = errors.New("cacheaside: value too large")
-
-	// ErrInvalidPolicy is returned (wrapped, with the reason) by NewEntity
-	// for a Policy it cannot use: a negative TTL, LockTTL, WaitTimeout,
-	// RefreshTimeout or Beta, a Jitter above 1, an unknown Strategy.
-	ErrInvalidPolicy = errors.New("cacheaside: invalid policy")
-
-	// ErrInvalidOptions is returned (wrapped, with the reason) by New for a
-	// nil client or Options it cannot use.
-	ErrInvalidOptions = errors.New("cacheaside: invalid options")
 
 	// ErrClosed is returned by NewEntity on a closed Cache.
 	ErrClosed = errors.New("cacheaside: cache closed")

@@ -47,7 +47,7 @@ const (
 
 func (p LocalPolicy) withDefaults() (LocalPolicy, error) {
 	if p.MaxEntries < 0 || p.TTL < 0 || p.NullTTL < 0 {
-		return p, fmt.Errorf("cacheaside: negative Local.MaxEntries, Local.TTL or Local.NullTTL in policy")
+		return p, fmt.Errorf("%w: negative Local.MaxEntries, Local.TTL or Local.NullTTL", ErrInvalid)
 	}
 	if p.MaxEntries == 0 {
 		p.MaxEntries = DefaultLocalMaxEntries

@@ -358,8 +358,8 @@ func TestLocal_badConfig(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": r.Addrs[0]}})
 	defer ring.Close()
 	rc := newCache(t, ring, r.Namespace, nil)
-	if _, err := NewEntity[user](rc, "user", Policy{Local: &LocalPolicy{}}); !errors.Is(err, ErrLocalUnsupported) {
-		t.Fatalf("ring: err = %v, want ErrLocalUnsupported", err)
+	if _, err := NewEntity[user](rc, "user", Policy{Local: &LocalPolicy{}}); !errors.Is(err, ErrLocalUnsupported) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ring: err = %v, want ErrLocalUnsupported and ErrInvalid", err)
 	}
 	e := newEntity[user](t, c, "user", Policy{Local: &LocalPolicy{}})
 	if lp := e.Policy().Local; lp.MaxEntries != DefaultLocalMaxEntries || lp.TTL != DefaultLocalTTL || lp.NullTTL != 0 {

@@ -2,7 +2,6 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,8 +43,8 @@ const (
 // ErrLocalUnsupported is returned by NewEntity for a Policy.Local on a
 // client with no near cache support (a Ring, or a custom UniversalClient):
 // only *redis.Client (standalone, Sentinel failover) and
-// *redis.ClusterClient are supported.
-var ErrLocalUnsupported = errors.New("cacheaside: near cache needs a *redis.Client or *redis.ClusterClient")
+// *redis.ClusterClient are supported. It wraps ErrInvalid.
+var ErrLocalUnsupported = fmt.Errorf("%w: near cache needs a *redis.Client or *redis.ClusterClient", ErrInvalid)
 
 // near is a Cache's invalidation feed for its near caches: the
 // subscriptions, and the tiers they invalidate.

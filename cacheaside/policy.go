@@ -133,13 +133,13 @@ const (
 // error for values that make no sense.
 func (p Policy) withDefaults() (Policy, error) {
 	if p.TTL < 0 || p.LockTTL < 0 || p.WaitTimeout < 0 || p.RefreshTimeout < 0 || p.Beta < 0 {
-		return p, fmt.Errorf("%w: negative TTL, LockTTL, WaitTimeout, RefreshTimeout or Beta", ErrInvalidPolicy)
+		return p, fmt.Errorf("%w: negative TTL, LockTTL, WaitTimeout, RefreshTimeout or Beta", ErrInvalid)
 	}
 	if p.Strategy < None || p.Strategy > EarlyRefresh {
-		return p, fmt.Errorf("%w: unknown strategy %v", ErrInvalidPolicy, p.Strategy)
+		return p, fmt.Errorf("%w: unknown strategy %v", ErrInvalid, p.Strategy)
 	}
 	if p.Jitter > 1 {
-		return p, fmt.Errorf("%w: jitter %v > 1", ErrInvalidPolicy, p.Jitter)
+		return p, fmt.Errorf("%w: jitter %v > 1", ErrInvalid, p.Jitter)
 	}
 	if p.TTL == 0 {
 		p.TTL = DefaultTTL

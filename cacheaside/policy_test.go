@@ -61,15 +61,25 @@ func TestPolicy_badValuesMatchSentinels(t *testing.T) {
 	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
-	for _, p := range []Policy{{TTL: -1}, {Jitter: 2}, {Strategy: 99}, {Beta: -1}} {
-		if _, err := NewEntity[user](c, "bad", p); !errors.Is(err, ErrInvalidPolicy) {
-			t.Errorf("NewEntity(%+v) = %v, want ErrInvalidPolicy", p, err)
+	for _, p := range []Policy{{TTL: -1}, {Jitter: 2}, {Strategy: 99}, {Beta: -1},
+		{Local: &LocalPolicy{MaxEntries: -1}}, {Local: &LocalPolicy{TTL: -1}}, {Local: &LocalPolicy{NullTTL: -1}}} {
+		if _, err := NewEntity[user](c, "bad", p); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewEntity(%+v) = %v, want ErrInvalid", p, err)
 		}
 	}
-	if _, err := New(nil, nil); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
+	if _, err := NewEntity[user](nil, "user", Policy{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("NewEntity(nil Cache) = %v, want ErrInvalid", err)
 	}
-	if _, err := New(r.Client, &Options{Namespace: "bad{ns"}); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("New with a bad namespace = %v, want ErrInvalidOptions", err)
+	if _, err := NewEntity[user](c, "", Policy{}); !errors.Is(err, ErrInvalidID) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("NewEntity with an empty name = %v, want ErrInvalidID and ErrInvalid", err)
+	}
+	if _, err := New(nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New(nil) = %v, want ErrInvalid", err)
+	}
+	if _, err := New(r.Client, &Options{Namespace: "bad{ns"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New with a bad namespace = %v, want ErrInvalid", err)
+	}
+	if _, err := New(r.Client, &Options{Namespace: r.Namespace, LocalInvalidation: 99}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New with an unknown LocalInvalidation = %v, want ErrInvalid", err)
 	}
 }

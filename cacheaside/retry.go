@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // pending is an invalidation waiting for a background retry.
@@ -21,7 +23,7 @@ const (
 	retryTimeout = 2 * time.Second
 )
 
-// retrier retries failed invalidations in the background, with
+// retrier retries failed invalidations in the background, with jittered
 // exponential backoff, until they succeed or the Cache is closed. Its
 // goroutine runs only while something is pending.
 type retrier struct {
@@ -61,8 +63,8 @@ func (r *retrier) size() int {
 }
 
 func (r *retrier) loop() {
-	backoff := retryMin
-	timer := time.NewTimer(backoff)
+	retry := backoff.New(retryMin, retryMax)
+	timer := time.NewTimer(retry.Next())
 	defer timer.Stop()
 	for {
 		select {
@@ -110,11 +112,9 @@ func (r *retrier) loop() {
 		}
 		r.mu.Unlock()
 		if len(failed) == 0 {
-			backoff = retryMin
-		} else {
-			backoff = min(backoff*2, retryMax)
+			retry.Reset()
 		}
-		timer.Reset(backoff)
+		timer.Reset(retry.Next())
 	}
 }
 

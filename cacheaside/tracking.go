@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // The invalidation subscriptions: health checks and reconnection.
@@ -87,15 +89,16 @@ func (n *near) followMasters(list func(context.Context) (map[string]*redis.Optio
 	var wg sync.WaitGroup
 	defer wg.Wait() // the feeds end with ctx
 	discovering := true
-	for backoff := feedRetryMin; ; {
+	retry := backoff.New(feedRetryMin, feedRetryMax)
+	for {
 		masters, err := list(ctx)
 		if err != nil || len(masters) == 0 {
-			if !pause(ctx, &backoff) {
+			if retry.Wait(ctx) != nil {
 				return
 			}
 			continue
 		}
-		backoff = feedRetryMin
+		retry.Reset()
 		for addr, stop := range feeds {
 			if _, ok := masters[addr]; !ok {
 				stop()
@@ -120,7 +123,7 @@ func (n *near) followMasters(list func(context.Context) (map[string]*redis.Optio
 			discovering = false
 			n.changeDown(-1)
 		}
-		if !sleep(ctx, clusterRecheck) {
+		if backoff.Sleep(ctx, clusterRecheck) != nil {
 			return
 		}
 	}
@@ -157,11 +160,12 @@ func (n *near) runTracking(ctx context.Context, node *redis.Options) {
 
 // run keeps a subscription going until ctx ends.
 func (n *near) run(ctx context.Context, subscribe func(context.Context) *redis.PubSub) {
-	for backoff := feedRetryMin; ; {
+	retry := backoff.New(feedRetryMin, feedRetryMax)
+	for {
 		if n.session(ctx, subscribe) {
-			backoff = feedRetryMin
+			retry.Reset()
 		}
-		if !pause(ctx, &backoff) {
+		if retry.Wait(ctx) != nil {
 			return
 		}
 	}
@@ -226,24 +230,4 @@ func (n *near) receive(m *redis.Message) {
 	for k := range strings.SplitSeq(m.Payload, "\n") {
 		n.dispatch(k)
 	}
-}
-
-// sleep waits d, or reports false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// pause waits *backoff (then doubles it, up to feedRetryMax), or reports
-// false if ctx ends first.
-func pause(ctx context.Context, backoff *time.Duration) bool {
-	d := *backoff
-	*backoff = min(2**backoff, feedRetryMax)
-	return sleep(ctx, d)
 }

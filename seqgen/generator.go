@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/keys"
 )
 
@@ -148,7 +149,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 		return 0, Day{}, err
 	}
 	k := g.keysFor(escBiz, day.Key)
-	backoff := time.Millisecond
+	retry := backoff.New(time.Millisecond, maxBackoff)
 	for wasted := 0; ; {
 		token := g.token()
 		v, err := nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
@@ -170,7 +171,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
 				g.ctr.waits.Add(1)
-				if err := g.wait(ctx, k.counter, &backoff); err != nil {
+				if err := g.wait(ctx, k.counter, &retry); err != nil {
 					return 0, Day{}, err
 				}
 				continue

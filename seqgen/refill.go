@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // flight is a reservation running in this process; done is closed when it
@@ -111,25 +112,19 @@ const maxBackoff = 50 * time.Millisecond
 // wait pauses a caller that found the counter at its mark while someone
 // else holds the lease: until this process's reservation ends, or for a
 // jittered, growing backoff when the holder is another process.
-func (g *Generator) wait(ctx context.Context, key string, backoff *time.Duration) error {
+func (g *Generator) wait(ctx context.Context, key string, retry *backoff.Backoff) error {
 	g.mu.Lock()
 	f := g.flights[key]
 	g.mu.Unlock()
-
-	d := *backoff
-	var done <-chan struct{}
-	if f != nil {
-		done, d = f.done, g.opts.LeaseTTL
-	} else {
-		d = d/2 + rand.N(d/2+1)
-		*backoff = min(*backoff*2, maxBackoff)
+	if f == nil {
+		return retry.Wait(ctx)
 	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(g.opts.LeaseTTL)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-done:
+	case <-f.done:
 	case <-t.C:
 	}
 	return nil

@@ -7,10 +7,16 @@ import (
 )
 
 var (
-	// ErrInvalidOptions is returned by New for a bad name, namespace or
-	// sizing: a capacity ≤ 0, a false-positive rate outside (0, 1), or a
-	// shard that would pass Redis's 512 MB string limit.
-	ErrInvalidOptions = errors.New("bloom: invalid options")
+	// ErrInvalid is returned (wrapped, with the reason) by New for a nil
+	// client, nil Options, or a bad name, namespace or sizing: a capacity
+	// ≤ 0, a false-positive rate outside (0, 1), or a shard that would
+	// pass Redis's 512 MB string limit.
+	ErrInvalid = errors.New("bloom: invalid argument")
+
+	// ErrInvalidOptions is ErrInvalid, under the name the package's other
+	// files still use while a concurrent change to them is in progress.
+	// It goes as soon as they say ErrInvalid: do not use it.
+	ErrInvalidOptions = ErrInvalid
 
 	// ErrEmptyKey is returned when an element is the empty string, which is
 	// almost always a missing id rather than a value meant to be stored.

@@ -1,8 +1,10 @@
 // Package backoff yields the jittered, exponentially growing delays that
-// asidekit's waiters and reconnecting subscriptions sleep between tries.
+// asidekit's waiters, retry loops and reconnecting subscriptions sleep
+// between tries, and sleeps them until a context ends.
 package backoff
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -28,3 +30,23 @@ func (b *Backoff) Next() time.Duration {
 
 // Reset starts again from the smallest delay.
 func (b *Backoff) Reset() { b.d = b.lo }
+
+// Wait sleeps the next delay (see Next), or until ctx ends, and then
+// returns ctx.Err(); it returns nil when the delay passed.
+func (b *Backoff) Wait(ctx context.Context) error { return Sleep(ctx, b.Next()) }
+
+// Sleep waits d, or until ctx ends, and then returns ctx.Err(); it returns
+// nil when d passed. A d ≤ 0 returns at once, ctx.Err() if ctx has ended.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

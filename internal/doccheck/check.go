@@ -125,6 +125,10 @@ var goTestValueFlags = []string{"run", "bench", "count", "timeout", "cpu", "benc
 	"vet", "outputdir", "cpuprofile", "memprofile", "memprofilerate", "blockprofile", "blockprofilerate",
 	"mutexprofile", "mutexprofilefraction", "trace", "json"}
 
+// The go commands add -trimpath: it keeps the checkout's directory out of
+// the build cache's keys, so that a fresh clone (CI's, in a new directory
+// each run) reuses the packages an earlier clone built.
+
 // goRun runs the program with -h instead of the documented arguments (so
 // nothing is served, benchmarked or waited for), then checks that every
 // flag the document passes is one the program lists, and every other
@@ -143,7 +147,7 @@ func (c *checker) goRun(st state, args []string) error {
 		return fmt.Errorf("go run: no package")
 	}
 	pkg, progArgs := args[0], args[1:]
-	goArgs := append(append(append([]string{"run"}, build...), pkg), "-h")
+	goArgs := append(append(append([]string{"run", "-trimpath"}, build...), pkg), "-h")
 	usage, err := c.exec(st, "go", goArgs...)
 	if err != nil {
 		return err
@@ -154,7 +158,7 @@ func (c *checker) goRun(st state, args []string) error {
 // goTest vets the packages instead of testing them: they and their tests
 // must compile, and no server is needed.
 func (c *checker) goTest(st state, args []string) error {
-	vetArgs := []string{"vet"}
+	vetArgs := []string{"vet", "-trimpath"}
 	var pkgs []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/token"
 )
 
@@ -208,7 +209,7 @@ func (s *Store) rebuild(ctx context.Context) error {
 // over) reads the table again.
 func (s *Store) rebuildShared(ctx context.Context) error {
 	deadline := time.Now().Add(s.opts.WaitTimeout)
-	wait := 2 * time.Millisecond
+	retry := backoff.New(2*time.Millisecond, 50*time.Millisecond)
 	waited := false
 	for {
 		lease := token.New()
@@ -238,18 +239,14 @@ func (s *Store) rebuildShared(ctx context.Context) error {
 			}
 			continue
 		}
+		wait := retry.Next()
 		if !time.Now().Add(wait).Before(deadline) {
 			return fmt.Errorf("%w (%s)", ErrTimeout, s.opts.WaitTimeout)
 		}
 		waited = true
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("configstore: waiting for the hash to be rebuilt: %w", ctx.Err())
+		if err := backoff.Sleep(ctx, wait); err != nil {
+			return fmt.Errorf("configstore: waiting for the hash to be rebuilt: %w", err)
 		}
-		wait = min(2*wait, 50*time.Millisecond)
 	}
 }
 

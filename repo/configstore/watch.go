@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // Watch subscribes to the scope's changes and returns a channel that
@@ -59,7 +61,7 @@ func (s *Store) watch(ctx context.Context, ps *redis.PubSub, out chan<- Change) 
 	if !send(s.snapshotRetry(ctx)) {
 		return
 	}
-	backoff := newBackoff()
+	retry := newRetry()
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, s.watchPing)
 		if err != nil {
@@ -72,12 +74,12 @@ func (s *Store) watch(ctx context.Context, ps *redis.PubSub, out chan<- Change) 
 				_ = ps.Ping(ctx)
 				continue
 			}
-			if !backoff.sleep(ctx) {
+			if retry.Wait(ctx) != nil {
 				return
 			}
 			continue
 		}
-		backoff.reset()
+		retry.Reset()
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" && !send(s.snapshotRetry(ctx)) {
@@ -98,13 +100,13 @@ func (s *Store) watch(ctx context.Context, ps *redis.PubSub, out chan<- Change) 
 // snapshotRetry returns the hash as changes, retrying until it succeeds or
 // ctx ends (then it returns nil).
 func (s *Store) snapshotRetry(ctx context.Context) []Change {
-	b := newBackoff()
+	retry := newRetry()
 	for {
 		cs, err := s.snapshot(ctx)
 		if err == nil {
 			return cs
 		}
-		if !b.sleep(ctx) {
+		if retry.Wait(ctx) != nil {
 			return nil
 		}
 	}
@@ -138,22 +140,6 @@ func (s *Store) snapshot(ctx context.Context) ([]Change, error) {
 // connection with a PING.
 const watchPing = 30 * time.Second
 
-// backoff sleeps 50ms, doubling up to 2s.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{d: 50 * time.Millisecond} }
-
-func (b *backoff) reset() { b.d = 50 * time.Millisecond }
-
-// sleep waits out the current delay; false if ctx ended first.
-func (b *backoff) sleep(ctx context.Context) bool {
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	b.d = min(2*b.d, 2*time.Second)
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// newRetry returns the backoff of Watch's retries: 50ms, doubling up to
+// 2s, jittered.
+func newRetry() backoff.Backoff { return backoff.New(50*time.Millisecond, 2*time.Second) }
