@@ -4,7 +4,7 @@
 // with that namespace, so it is written in one place:
 //
 //	kit, err := asidekit.New(asidekit.Config{Namespace: "catalog", Redis: rdb, DB: db})
-//	products, err := repo.New[Product, string](db, kit.Cache(), repo.Options{
+//	products, err := repo.New[Product, string](db, kit.Cache(), &repo.Options{
 //		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1e6, FalsePositiveRate: 0.01}),
 //	})
 //	orders, err := kit.Generator(nil)

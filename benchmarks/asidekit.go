@@ -76,7 +76,7 @@ func repoVariant(name, notes string, pol cacheaside.Policy, filter *bloom.Option
 				opts.Filter = &f
 				opts.FilterClient = s.Client
 			}
-			users, err := repo.New[sample.User, int64](s.Env.DB, cache, opts)
+			users, err := repo.New[sample.User, int64](s.Env.DB, cache, &opts)
 			if err != nil {
 				_ = cache.Close()
 				return nil, err

@@ -29,7 +29,7 @@ func runLocalRepo(ctx context.Context, env *Env, p LocalInvalidationParams, v lo
 	open := func() (*cacheaside.Cache, *repo.Repository[sample.User, int64], error) {
 		var users *repo.Repository[sample.User, int64]
 		c, err := openNear(ctx, env, ns, v.mode, func(c *cacheaside.Cache) (err error) {
-			users, err = repo.New[sample.User, int64](env.DB, c, opts)
+			users, err = repo.New[sample.User, int64](env.DB, c, &opts)
 			return err
 		})
 		return c, users, err

@@ -126,7 +126,7 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 			return row, err
 		}
 		defer cache.Close()
-		repos[i], err = repo.New[sample.User, int64](env.DB, cache, repo.Options{Policy: pol,
+		repos[i], err = repo.New[sample.User, int64](env.DB, cache, &repo.Options{Policy: pol,
 			Filter: &bloom.Options{Namespace: ns, Capacity: int64(20 * keys), FalsePositiveRate: 0.001}})
 		if err != nil {
 			return row, err

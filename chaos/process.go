@@ -102,11 +102,11 @@ func newProcess(id int, e *env) (p *process, err error) {
 		return nil, err
 	}
 	for _, s := range strategies {
-		r, err := repo.New[Item, int64](p.db, p.cache, repo.Options{Name: entityName("items", s), Policy: policy(s), AfterCommitErrors: true})
+		r, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("items", s), Policy: policy(s), AfterCommitErrors: true})
 		if err != nil {
 			return nil, err
 		}
-		h, err := repo.New[Item, int64](p.db, p.cache, repo.Options{Name: entityName("hot", s), Policy: policy(s), AfterCommitErrors: true})
+		h, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("hot", s), Policy: policy(s), AfterCommitErrors: true})
 		if err != nil {
 			return nil, err
 		}

@@ -52,13 +52,13 @@ func TestNew_namespaceCollision_sqlite(t *testing.T) {
 	}
 	dir := t.TempDir()
 	a, b := open(filepath.Join(dir, "a.db")), open(filepath.Join(dir, "b.db"))
-	if _, err := repo.New[shelfItem, int64](a, newCache(), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItem, int64](a, newCache(), &repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.New[shelfItem, int64](a, newCache(), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItem, int64](a, newCache(), &repo.Options{}); err != nil {
 		t.Fatalf("New on the same file again = %v", err)
 	}
-	_, err := repo.New[shelfItem, int64](b, newCache(), repo.Options{})
+	_, err := repo.New[shelfItem, int64](b, newCache(), &repo.Options{})
 	if !errors.Is(err, repo.ErrNamespaceCollision) || !strings.Contains(err.Error(), "a.db table shelf_items") {
 		t.Fatalf("New on another file = %v, want ErrNamespaceCollision", err)
 	}

@@ -154,7 +154,7 @@ func (e *repoEnv) users(t *testing.T, o repo.Options) *repo.Repository[sample.Us
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[sample.User, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.User, int64](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func (e *repoEnv) listings(t *testing.T, o repo.Options) *repo.Repository[sample
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[sample.Listing, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.Listing, int64](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

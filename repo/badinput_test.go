@@ -45,7 +45,7 @@ func newRepoOf[T any, ID comparable](t *testing.T, e *env, o repo.Options) *repo
 	if err := e.db.AutoMigrate(new(T)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.New[T, ID](e.db, e.cache, o)
+	r, err := repo.New[T, ID](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestRepository_badInput_deadDB(t *testing.T) {
 	sqlDB, _ := dead.DB()
 	_ = sqlDB.Close()
 	// The same entity as users: anything it cached, users would read.
-	du, err := repo.New[sample.User, int64](dead, e.cache, repo.Options{})
+	du, err := repo.New[sample.User, int64](dead, e.cache, &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestRepository_badInput_deadRedis(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{AfterCommitErrors: true})
+	users, err := repo.New[sample.User, int64](e.db, cache, &repo.Options{AfterCommitErrors: true})
 	if err != nil {
 		t.Fatal(err)
 	}

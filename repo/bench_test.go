@@ -18,7 +18,7 @@ func benchUsers(b *testing.B, n int) (*repo.Repository[sample.User, int64], []in
 	}
 	rn := testcontainers.Redis(b)
 	cache := newCacheOn(b, rn.Client, rn.Namespace)
-	users, err := repo.New[sample.User, int64](pg.DB, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](pg.DB, cache, &repo.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func ExampleRepository_CreateMany() {
 	defer cleanup()
 	ctx := context.Background()
 
-	users, err := repo.New[sample.User, int64](db, cache, repo.Options{
+	users, err := repo.New[sample.User, int64](db, cache, &repo.Options{
 		Filter:       &bloom.Options{Namespace: ns, Capacity: 10_000, FalsePositiveRate: 0.01},
 		FilterClient: rdb,
 	})

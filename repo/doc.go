@@ -1,7 +1,7 @@
 // Package repo gives typed repositories over GORM that read through
 // asidekit's cache-aside engine:
 //
-//	users, err := repo.New[User, int64](db, cache, repo.Options{
+//	users, err := repo.New[User, int64](db, cache, &repo.Options{
 //		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute},
 //	})
 //	u, err := users.Get(ctx, 42)

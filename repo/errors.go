@@ -25,17 +25,19 @@ var (
 	// GetAfterCommitStats), and meanwhile a stale value may be served.
 	ErrAfterCommit = errors.New("repo: committed, but the cache upkeep after the commit failed")
 
-	// ErrInvalidOptions is returned by New for a model or options it cannot
-	// use: no single-column primary key, an ID type that does not match it,
-	// an unknown UniqueKey column.
-	ErrInvalidOptions = errors.New("repo: invalid options")
+	// ErrInvalid is returned (wrapped, with the reason) for input the
+	// repository cannot use: by New for a model or options (no
+	// single-column primary key, an ID type that does not match it, an
+	// unknown UniqueKey column), by the filter methods without
+	// Options.Filter, and, as ErrInvalidID, for an unusable id.
+	ErrInvalid = errors.New("repo: invalid argument")
 
 	// ErrInvalidID is returned for an id that cannot become a cache key:
 	// an empty string, one longer than 1024 bytes, or a TextMarshaler that
 	// fails or gives empty text; and by Create for a zero primary key that
 	// the database does not generate. Writes return it before touching the
-	// database.
-	ErrInvalidID = errors.New("repo: invalid id")
+	// database. It wraps ErrInvalid: errors.Is matches both.
+	ErrInvalidID = fmt.Errorf("%w: id", ErrInvalid)
 
 	// ErrNoUniqueKey is returned by InsertIfAbsent and GetBy when the model
 	// has no usable unique key: no unique index over the named column for

@@ -78,7 +78,7 @@ func Example() {
 	defer cleanup()
 	ctx := context.Background()
 
-	users, err := repo.New[User, int64](db, cache, repo.Options{
+	users, err := repo.New[User, int64](db, cache, &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute},
 	})
 	if err != nil {
@@ -111,7 +111,7 @@ func ExampleTransaction() {
 	db, _, cache, _, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	users, err := repo.New[User, int64](db, cache, repo.Options{})
+	users, err := repo.New[User, int64](db, cache, &repo.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -138,7 +138,7 @@ func ExampleRepository_InsertIfAbsent() {
 	db, _, cache, ns, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	listings, err := repo.New[Listing, int64](db, cache, repo.Options{
+	listings, err := repo.New[Listing, int64](db, cache, &repo.Options{
 		Filter:    &bloom.Options{Namespace: ns, Capacity: 100_000, FalsePositiveRate: 0.01},
 		UniqueKey: []string{"address", "room"},
 	})
@@ -166,7 +166,7 @@ func ExampleRepository_GetBy() {
 	db, _, cache, _, cleanup := exampleSetup()
 	defer cleanup()
 	ctx := context.Background()
-	users, err := repo.New[User, int64](db, cache, repo.Options{})
+	users, err := repo.New[User, int64](db, cache, &repo.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ import (
 // the background on its first check (one process at a time, under a lease
 // in Redis): WarmFilter is for a service that wants its filters ready
 // before it listens. Without Options.Filter it is an error matching
-// ErrInvalidOptions.
+// ErrInvalid.
 func (r *Repository[T, ID]) WarmFilter(ctx context.Context) error {
 	return r.c.rebuildFilters(ctx, false)
 }
@@ -40,7 +40,7 @@ func (r *Repository[T, ID]) RebuildFilter(ctx context.Context) error {
 // not ready.
 func (c *core[T, ID]) rebuildFilters(ctx context.Context, all bool) error {
 	if c.filter == nil {
-		return fmt.Errorf("%w: %s: filter without Options.Filter", ErrInvalidOptions, c.name)
+		return fmt.Errorf("%w: %s: filter without Options.Filter", ErrInvalid, c.name)
 	}
 	if err := rebuild(ctx, c.filter, c.filterSource(nil), all); err != nil {
 		return fmt.Errorf("repo: %s: rebuild filter: %w", c.name, err)

@@ -250,7 +250,7 @@ func TestWarmFilter_uniqueKey(t *testing.T) {
 		t.Fatalf("%d INSERTs for listings the warmed filter knows", ins)
 	}
 	noFilter := e.users(t, repo.Options{})
-	if err := noFilter.WarmFilter(ctx); !errors.Is(err, repo.ErrInvalidOptions) {
+	if err := noFilter.WarmFilter(ctx); !errors.Is(err, repo.ErrInvalid) {
 		t.Fatalf("WarmFilter without a filter: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ func (c *core[T, ID]) initLookupFilter(l *lookup[ID], o Options) error {
 	}
 	f, err := bloom.New(o.FilterClient, l.name, c.filterOptions(o, l))
 	if err != nil {
-		return fmt.Errorf("%w: filter %s: %w", ErrInvalidOptions, l.name, err)
+		return fmt.Errorf("%w: filter %s: %w", ErrInvalid, l.name, err)
 	}
 	l.filter = f
 	return nil

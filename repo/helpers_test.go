@@ -67,7 +67,7 @@ func (e *env) users(t *testing.T, o repo.Options) *repo.Repository[sample.User, 
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[sample.User, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.User, int64](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func (e *env) listings(t *testing.T, o repo.Options) *repo.Repository[sample.Lis
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[sample.Listing, int64](e.db, e.cache, o)
+	r, err := repo.New[sample.Listing, int64](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func newIDCodec[ID comparable]() (idCodec[ID], error) {
 			return string(b), nil
 		}, nil
 	}
-	return nil, fmt.Errorf("%w: id type %v is not an integer, a string or an encoding.TextMarshaler", ErrInvalidOptions, t)
+	return nil, fmt.Errorf("%w: id type %v is not an integer, a string or an encoding.TextMarshaler", ErrInvalid, t)
 }
 
 // idDecoder is an idCodec's inverse for the kinds whose cache id can be

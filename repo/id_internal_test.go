@@ -44,10 +44,10 @@ func TestIDCodec_kinds(t *testing.T) {
 	if _, err := addr(netip.Addr{}); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("zero netip.Addr marshals to empty text: %v", err)
 	}
-	if _, err := newIDCodec[struct{ A int }](); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := newIDCodec[struct{ A int }](); !errors.Is(err, ErrInvalid) {
 		t.Errorf("struct id: %v", err)
 	}
-	if _, err := newIDCodec[float64](); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := newIDCodec[float64](); !errors.Is(err, ErrInvalid) {
 		t.Errorf("float id: %v", err)
 	}
 }

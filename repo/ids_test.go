@@ -135,7 +135,7 @@ func TestNew_idTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("uuid-like", func(t *testing.T) {
-		r, err := repo.New[device, deviceID](e.db, e.cache, repo.Options{})
+		r, err := repo.New[device, deviceID](e.db, e.cache, &repo.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestNew_idTypes(t *testing.T) {
 		roundTrip(t, r, rows, []deviceID{rows[0].ID, rows[1].ID}, newDeviceID())
 	})
 	t.Run("named string", func(t *testing.T) {
-		r, err := repo.New[sku, skuCode](e.db, e.cache, repo.Options{})
+		r, err := repo.New[sku, skuCode](e.db, e.cache, &repo.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestNew_idTypes(t *testing.T) {
 		roundTrip(t, r, rows, []skuCode{"A:1", "{b} *"}, "A")
 	})
 	t.Run("uint64", func(t *testing.T) {
-		r, err := repo.New[counter, uint64](e.db, e.cache, repo.Options{})
+		r, err := repo.New[counter, uint64](e.db, e.cache, &repo.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,31 +170,31 @@ func TestNew_badModelOrOptions(t *testing.T) {
 	}
 	check := func(name string, err error) {
 		t.Helper()
-		if !errors.Is(err, repo.ErrInvalidOptions) {
-			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
+		if !errors.Is(err, repo.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	_, err := repo.New[pair, int64](e.db, e.cache, repo.Options{})
+	_, err := repo.New[pair, int64](e.db, e.cache, &repo.Options{})
 	check("composite primary key", err)
-	_, err = repo.New[sample.User, string](e.db, e.cache, repo.Options{})
+	_, err = repo.New[sample.User, string](e.db, e.cache, &repo.Options{})
 	check("ID type other than the key's", err)
-	_, err = repo.New[sample.User, int64](nil, e.cache, repo.Options{})
+	_, err = repo.New[sample.User, int64](nil, e.cache, &repo.Options{})
 	check("nil db", err)
-	_, err = repo.New[sample.User, int64](e.db, nil, repo.Options{})
+	_, err = repo.New[sample.User, int64](e.db, nil, &repo.Options{})
 	check("nil cache", err)
-	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{BatchSize: -1})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, &repo.Options{BatchSize: -1})
 	check("negative BatchSize", err)
-	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{
+	_, err = repo.New[sample.User, int64](e.db, e.cache, &repo.Options{
 		Filter: e.filterOptions(10), FilterClient: e.rdb,
 		Policy: cacheaside.Policy{Filter: noFilter{}},
 	})
 	check("Filter and Policy.Filter", err)
-	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{Filter: e.filterOptions(0), FilterClient: e.rdb})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, &repo.Options{Filter: e.filterOptions(0), FilterClient: e.rdb})
 	check("bad bloom options", err)
-	_, err = repo.New[sample.User, int64](e.db, e.cache, repo.Options{Policy: cacheaside.Policy{TTL: -1}})
+	_, err = repo.New[sample.User, int64](e.db, e.cache, &repo.Options{Policy: cacheaside.Policy{TTL: -1}})
 	check("bad policy", err)
 
-	users, err := repo.New[sample.User, int64](e.db, e.cache, repo.Options{Name: "people"})
+	users, err := repo.New[sample.User, int64](e.db, e.cache, &repo.Options{Name: "people"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func TestInsertIfAbsent_noUniqueKey(t *testing.T) {
 	if err := e.db.AutoMigrate(&Note{}); err != nil {
 		t.Fatal(err)
 	}
-	notes, err := repo.New[Note, int64](e.db, e.cache, repo.Options{})
+	notes, err := repo.New[Note, int64](e.db, e.cache, &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestInsertIfAbsent_noUniqueKey(t *testing.T) {
 	if _, err := notes.GetBy(context.Background(), "text", "x"); !errors.Is(err, repo.ErrNoUniqueKey) {
 		t.Fatalf("GetBy on a non-unique column: %v", err)
 	}
-	if _, err := repo.New[Note, int64](e.db, e.cache, repo.Options{UniqueKey: []string{"nope"}}); !errors.Is(err, repo.ErrInvalidOptions) {
+	if _, err := repo.New[Note, int64](e.db, e.cache, &repo.Options{UniqueKey: []string{"nope"}}); !errors.Is(err, repo.ErrInvalid) {
 		t.Fatalf("UniqueKey of an unknown column: %v", err)
 	}
 }

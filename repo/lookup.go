@@ -58,7 +58,7 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 		for _, col := range o.UniqueKey {
 			f := c.sch.LookUpField(col)
 			if f == nil || f.DBName == "" {
-				return fmt.Errorf("%w: UniqueKey: model %s has no column %q", ErrInvalidOptions, c.sch.Name, col)
+				return fmt.Errorf("%w: UniqueKey: model %s has no column %q", ErrInvalid, c.sch.Name, col)
 			}
 			want = append(want, f)
 		}
@@ -98,7 +98,7 @@ func (c *core[T, ID]) initLookups(cache *cacheaside.Cache, o Options) error {
 		}
 		var err error
 		if l.ent, err = cacheaside.NewEntity[ID](cache, l.name, pol); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	return nil

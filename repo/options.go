@@ -82,10 +82,10 @@ const (
 // withDefaults returns a copy of o with its defaults filled in.
 func (o Options) withDefaults(table string) (Options, error) {
 	if o.Filter != nil && o.Policy.Filter != nil {
-		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalidOptions)
+		return o, fmt.Errorf("%w: both Filter and Policy.Filter are set", ErrInvalid)
 	}
 	if o.Ownership < OwnershipCheck || o.Ownership > OwnershipShared {
-		return o, fmt.Errorf("%w: unknown Ownership %d", ErrInvalidOptions, o.Ownership)
+		return o, fmt.Errorf("%w: unknown Ownership %d", ErrInvalid, o.Ownership)
 	}
 	if o.Name == "" {
 		o.Name = table
@@ -94,7 +94,7 @@ func (o Options) withDefaults(table string) (Options, error) {
 	case o.BatchSize == 0:
 		o.BatchSize = DefaultBatchSize
 	case o.BatchSize < 0 || o.BatchSize > maxBatchSize:
-		return o, fmt.Errorf("%w: BatchSize %d, it must be in [1, %d]", ErrInvalidOptions, o.BatchSize, maxBatchSize)
+		return o, fmt.Errorf("%w: BatchSize %d, it must be in [1, %d]", ErrInvalid, o.BatchSize, maxBatchSize)
 	}
 	o.UniqueKey = append([]string(nil), o.UniqueKey...)
 	return o, nil

@@ -122,7 +122,7 @@ func TestNew_namespaceCollision_cluster(t *testing.T) {
 // second New fails and writes nothing; another instance of the first
 // service, a distinct Name, OwnershipShared and OwnershipTakeOver pass.
 func testCollision(t *testing.T, e *ownershipEnv) {
-	a, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{})
+	a, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func testCollision(t *testing.T, e *ownershipEnv) {
 		t.Fatalf("registry after the first New: %v", before)
 	}
 
-	_, err = repo.New[shelfItem, int64](e.b.DB, e.cache(t), repo.Options{Filter: &bloom.Options{Namespace: e.ns, Capacity: 1000, FalsePositiveRate: 0.01}})
+	_, err = repo.New[shelfItem, int64](e.b.DB, e.cache(t), &repo.Options{Filter: &bloom.Options{Namespace: e.ns, Capacity: 1000, FalsePositiveRate: 0.01}})
 	if !errors.Is(err, repo.ErrNamespaceCollision) {
 		t.Fatalf("New on another database = %v, want ErrNamespaceCollision", err)
 	}
@@ -151,15 +151,15 @@ func testCollision(t *testing.T, e *ownershipEnv) {
 	}
 
 	// Another instance of the first service (or a restart): fine.
-	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{}); err != nil {
 		t.Fatalf("New on the same database again = %v", err)
 	}
 	// The second service under its own name: fine.
-	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), repo.Options{Name: "b_shelf_items"}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), &repo.Options{Name: "b_shelf_items"}); err != nil {
 		t.Fatalf("New with a distinct Name = %v", err)
 	}
 	// Shared on purpose: no check, no claim.
-	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), repo.Options{Ownership: repo.OwnershipShared}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), &repo.Options{Ownership: repo.OwnershipShared}); err != nil {
 		t.Fatalf("New with OwnershipShared = %v", err)
 	}
 	if got := e.registry(t)["shelf_items"]; got != before["shelf_items"] {
@@ -167,13 +167,13 @@ func testCollision(t *testing.T, e *ownershipEnv) {
 	}
 	// Taken over (the service moved to database b): b owns it now, and a
 	// repository over a is the collision.
-	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), repo.Options{Ownership: repo.OwnershipTakeOver}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.b.DB, e.cache(t), &repo.Options{Ownership: repo.OwnershipTakeOver}); err != nil {
 		t.Fatalf("New with OwnershipTakeOver = %v", err)
 	}
 	if got := e.registry(t)["shelf_items"]; !strings.Contains(got, "database "+e.b.Name+" ") {
 		t.Fatalf("registry after the take-over: %q", got)
 	}
-	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{}); !errors.Is(err, repo.ErrNamespaceCollision) {
+	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{}); !errors.Is(err, repo.ErrNamespaceCollision) {
 		t.Fatalf("New on the old database after the take-over = %v, want ErrNamespaceCollision", err)
 	}
 }
@@ -183,20 +183,20 @@ func testCollision(t *testing.T, e *ownershipEnv) {
 func TestNew_ownershipModelChanged(t *testing.T) {
 	t.Parallel()
 	e := newOwnershipEnv(t, testcontainers.Redis(t))
-	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.a.DB.AutoMigrate(&shelfItemV2{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.New[shelfItemV2, int64](e.a.DB, e.cache(t), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItemV2, int64](e.a.DB, e.cache(t), &repo.Options{}); err != nil {
 		t.Fatalf("New with a column added = %v", err)
 	}
 	if got := e.registry(t)["shelf_items"]; !strings.Contains(got, "colour string") {
 		t.Fatalf("registry after the model changed: %q", got)
 	}
 	// An old instance restarting mid-deploy is still the same owner.
-	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{}); err != nil {
+	if _, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{}); err != nil {
 		t.Fatalf("New with the older model = %v", err)
 	}
 }
@@ -208,7 +208,7 @@ func TestNew_ownershipForeignRecord(t *testing.T) {
 	if err := e.rdb.HSet(context.Background(), e.ns+":owners", "shelf_items", "billing-service").Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), repo.Options{})
+	_, err := repo.New[shelfItem, int64](e.a.DB, e.cache(t), &repo.Options{})
 	if !errors.Is(err, repo.ErrNamespaceCollision) || !strings.Contains(err.Error(), "belongs to billing-service") {
 		t.Fatalf("New = %v, want ErrNamespaceCollision naming billing-service", err)
 	}
@@ -232,7 +232,7 @@ func TestNew_ownershipRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	r, err := repo.New[shelfItem, int64](pg.DB, cache, repo.Options{})
+	r, err := repo.New[shelfItem, int64](pg.DB, cache, &repo.Options{})
 	if err != nil {
 		t.Fatalf("New with Redis down = %v", err)
 	}

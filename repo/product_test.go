@@ -27,7 +27,7 @@ func (e *env) products(t *testing.T, o repo.Options) *repo.Repository[product, s
 	if o.Filter != nil {
 		o.FilterClient = e.rdb
 	}
-	r, err := repo.New[product, string](e.db, e.cache, o)
+	r, err := repo.New[product, string](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,35 +52,40 @@ type core[T any, ID comparable] struct {
 
 // New returns the repository of T's table. T must be a GORM model with a
 // single-column primary key whose Go type is ID. A nil cache or db, or a
-// model it cannot use, is an error matching ErrInvalidOptions. New claims
+// model it cannot use, is an error matching ErrInvalid. opts may be nil
+// (the defaults); the caller's Options are copied, never changed. New claims
 // the entity's name in the Cache's namespace (Options.Ownership): when
 // another database's or table's repository holds it, New fails with
 // ErrNamespaceCollision.
-func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Options) (*Repository[T, ID], error) {
+func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Options) (*Repository[T, ID], error) {
 	if db == nil || cache == nil {
-		return nil, fmt.Errorf("%w: nil *gorm.DB or *cacheaside.Cache", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil *gorm.DB or *cacheaside.Cache", ErrInvalid)
 	}
 	// A private cache store: ParseIndexes writes to the parsed fields, and
 	// GORM's shared copy may be in use by other goroutines.
 	sch, err := schema.Parse(new(T), &sync.Map{}, db.NamingStrategy)
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse model %T: %w", ErrInvalidOptions, *new(T), err)
+		return nil, fmt.Errorf("%w: parse model %T: %w", ErrInvalid, *new(T), err)
 	}
 	if len(sch.PrimaryFields) != 1 {
-		return nil, fmt.Errorf("%w: model %s has %d primary key columns, a repository needs exactly one", ErrInvalidOptions, sch.Name, len(sch.PrimaryFields))
+		return nil, fmt.Errorf("%w: model %s has %d primary key columns, a repository needs exactly one", ErrInvalid, sch.Name, len(sch.PrimaryFields))
 	}
 	pk := sch.PrimaryFields[0]
 	if idt := reflect.TypeFor[ID](); pk.FieldType != idt {
-		return nil, fmt.Errorf("%w: primary key %s.%s is a %v, not a %v", ErrInvalidOptions, sch.Name, pk.Name, pk.FieldType, idt)
+		return nil, fmt.Errorf("%w: primary key %s.%s is a %v, not a %v", ErrInvalid, sch.Name, pk.Name, pk.FieldType, idt)
 	}
 	idKey, err := newIDCodec[ID]()
 	if err != nil {
 		return nil, err
 	}
-	if opts.FilterClient == nil {
-		opts.FilterClient = cache.Client()
+	var given Options
+	if opts != nil {
+		given = *opts
 	}
-	o, err := opts.withDefaults(sch.Table)
+	if given.FilterClient == nil {
+		given.FilterClient = cache.Client()
+	}
+	o, err := given.withDefaults(sch.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +94,13 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 		return nil, collision
 	}
 	c := &core[T, ID]{
-		db:    db.Session(&gorm.Session{NewDB: true}),
-		name:  o.Name,
-		sch:   sch,
-		pk:    pk,
-		idKey: idKey,
-		batch: o.BatchSize,
+		db:                db.Session(&gorm.Session{NewDB: true}),
+		name:              o.Name,
+		sch:               sch,
+		pk:                pk,
+		idKey:             idKey,
+		batch:             o.BatchSize,
+		reportAfterCommit: o.AfterCommitErrors,
 	}
 	c.claimErr = unchecked
 	if dec := newIDDecoder[ID](); dec != nil {
@@ -120,12 +126,12 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts Option
 	pol := o.Policy
 	if o.Filter != nil {
 		if c.filter, err = bloom.New(o.FilterClient, o.Name, c.filterOptions(o, nil)); err != nil {
-			return nil, fmt.Errorf("%w: filter: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: filter: %w", ErrInvalid, err)
 		}
 		pol.Filter = c.filter
 	}
 	if c.ent, err = cacheaside.NewEntity[T](cache, o.Name, pol); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.shape = c.shapeOf()
 	r := &Repository[T, ID]{c: c}

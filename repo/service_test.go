@@ -307,7 +307,7 @@ func TestRepository_Get_badInput(t *testing.T) {
 	if err := e.db.AutoMigrate(&Sku{}); err != nil {
 		t.Fatal(err)
 	}
-	skus, err := repo.New[Sku, string](e.db, e.cache, repo.Options{})
+	skus, err := repo.New[Sku, string](e.db, e.cache, &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestRepository_Get_badInput(t *testing.T) {
 	}
 	sqlDB, _ := dead.DB()
 	_ = sqlDB.Close()
-	deadUsers, err := repo.New[sample.User, int64](dead, e.cache, repo.Options{Name: "deadusers"})
+	deadUsers, err := repo.New[sample.User, int64](dead, e.cache, &repo.Options{Name: "deadusers"})
 	if err != nil {
 		t.Fatal(err)
 	}

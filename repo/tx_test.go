@@ -179,11 +179,11 @@ func TestRepository_Create_redisDown(t *testing.T) {
 	e := newEnv(t)
 	srv := testcontainersRedisServer(t)
 	cache := newCacheOn(t, srv.client, e.ns)
-	users, err := repo.New[sample.User, int64](e.db, cache, repo.Options{AfterCommitErrors: true})
+	users, err := repo.New[sample.User, int64](e.db, cache, &repo.Options{AfterCommitErrors: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byDefault, err := repo.New[sample.User, int64](e.db, cache, repo.Options{Name: "users2"})
+	byDefault, err := repo.New[sample.User, int64](e.db, cache, &repo.Options{Name: "users2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestWriters_twoUniqueKeys_history(t *testing.T) {
 	if err := e.db.AutoMigrate(&member{}); err != nil {
 		t.Fatal(err)
 	}
-	members, err := repo.New[member, int64](e.db, e.cache, repo.Options{
+	members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
 		Name:         "members",
 		UniqueKey:    []string{"email"},
 		Policy:       cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},

@@ -97,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, kit.Close)
-	s.products, err = repo.New[Product, string](s.db, kit.Cache(), repo.Options{
+	s.products, err = repo.New[Product, string](s.db, kit.Cache(), &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex},
 		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1_000_000, FalsePositiveRate: 0.01}),
 	})

@@ -73,7 +73,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer cache.Close()
-	users, err := repo.New[User, int64](db, cache, repo.Options{
+	users, err := repo.New[User, int64](db, cache, &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.SingleFlight},
 	})
 	if err != nil {

@@ -45,10 +45,10 @@ type auto struct {
 
 func newAuto(o Options, key string) (*auto, error) {
 	if o.RebuildInterval < 0 {
-		return nil, fmt.Errorf("%w: RebuildInterval %v, it must be ≥ 0", ErrInvalidOptions, o.RebuildInterval)
+		return nil, fmt.Errorf("%w: RebuildInterval %v, it must be ≥ 0", ErrInvalid, o.RebuildInterval)
 	}
 	if o.RebuildLease < 0 || (o.RebuildLease > 0 && o.RebuildLease < time.Millisecond) {
-		return nil, fmt.Errorf("%w: RebuildLease %v, it must be 0 or at least 1ms", ErrInvalidOptions, o.RebuildLease)
+		return nil, fmt.Errorf("%w: RebuildLease %v, it must be 0 or at least 1ms", ErrInvalid, o.RebuildLease)
 	}
 	if o.Source == nil {
 		return nil, nil

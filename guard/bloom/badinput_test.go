@@ -43,8 +43,8 @@ func TestNew_badInput(t *testing.T) {
 		{"one shard past 512 MB", r.Client, "f", with(func(o *bloom.Options) { o.Capacity, o.Shards = 1e10, 1 })},
 	} {
 		f, err := bloom.New(tc.client, tc.name, &tc.opts)
-		if !errors.Is(err, bloom.ErrInvalidOptions) || f != nil {
-			t.Errorf("New, %s: %v, %v; want ErrInvalidOptions", tc.what, f, err)
+		if !errors.Is(err, bloom.ErrInvalid) || f != nil {
+			t.Errorf("New, %s: %v, %v; want ErrInvalid", tc.what, f, err)
 		}
 	}
 	if ks := nsKeys(t, r); len(ks) != 0 {
@@ -212,7 +212,7 @@ func TestFilter_Rebuild_sourceIgnoresAddError(t *testing.T) {
 
 func TestNew_nilOptions(t *testing.T) {
 	r := testcontainers.Redis(t)
-	if _, err := bloom.New(r.Client, "f", nil); !errors.Is(err, bloom.ErrInvalidOptions) {
-		t.Fatalf("New with nil Options = %v, want ErrInvalidOptions", err)
+	if _, err := bloom.New(r.Client, "f", nil); !errors.Is(err, bloom.ErrInvalid) {
+		t.Fatalf("New with nil Options = %v, want ErrInvalid", err)
 	}
 }

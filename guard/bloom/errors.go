@@ -13,11 +13,6 @@ var (
 	// pass Redis's 512 MB string limit.
 	ErrInvalid = errors.New("bloom: invalid argument")
 
-	// ErrInvalidOptions is ErrInvalid, under the name the package's other
-	// files still use while a concurrent change to them is in progress.
-	// It goes as soon as they say ErrInvalid: do not use it.
-	ErrInvalidOptions = ErrInvalid
-
 	// ErrEmptyKey is returned when an element is the empty string, which is
 	// almost always a missing id rather than a value meant to be stored.
 	ErrEmptyKey = errors.New("bloom: empty key")

@@ -35,24 +35,24 @@ type Filter struct {
 // New returns the filter called name, sized by opts. It does not touch
 // Redis: the keys are created by the first Add or Rebuild. Bad options, and
 // a nil opts (Capacity and FalsePositiveRate have no default), are an error
-// wrapping ErrInvalidOptions. opts is copied.
+// wrapping ErrInvalid. opts is copied.
 //
 // A new filter is untrusted, and answers "maybe" for every key, until a
 // Rebuild (or, with Options.Source, the automatic one) has filled it.
 func New(client redis.UniversalClient, name string, opts *Options) (*Filter, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
 	}
 	if opts == nil {
-		return nil, fmt.Errorf("%w: nil Options: Capacity and FalsePositiveRate are required", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: nil Options: Capacity and FalsePositiveRate are required", ErrInvalid)
 	}
 	ns, err := keys.Namespace(opts.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	esc, err := keys.Escape(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: filter name: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: filter name: %w", ErrInvalid, err)
 	}
 	l, err := newLayout(*opts)
 	if err != nil {

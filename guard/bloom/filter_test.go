@@ -212,8 +212,8 @@ func TestNew_invalidOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := bloom.New(tc.client, tc.filter, &tc.opts)
-			if !errors.Is(err, bloom.ErrInvalidOptions) || f != nil {
-				t.Fatalf("New = %v, %v; want ErrInvalidOptions", f, err)
+			if !errors.Is(err, bloom.ErrInvalid) || f != nil {
+				t.Fatalf("New = %v, %v; want ErrInvalid", f, err)
 			}
 			if !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q does not say %q", err, tc.msg)

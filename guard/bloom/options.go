@@ -100,32 +100,32 @@ func size(n int64, p float64) (m float64, k int) {
 
 func newLayout(o Options) (layout, error) {
 	if o.Capacity <= 0 {
-		return layout{}, fmt.Errorf("%w: Capacity %d, it must be > 0", ErrInvalidOptions, o.Capacity)
+		return layout{}, fmt.Errorf("%w: Capacity %d, it must be > 0", ErrInvalid, o.Capacity)
 	}
 	p := o.FalsePositiveRate
 	if !(p > 0 && p < 1) { // also refuses NaN
-		return layout{}, fmt.Errorf("%w: FalsePositiveRate %v, it must be in (0, 1)", ErrInvalidOptions, p)
+		return layout{}, fmt.Errorf("%w: FalsePositiveRate %v, it must be in (0, 1)", ErrInvalid, p)
 	}
 	if o.Shards < 0 || o.Shards > MaxShards {
-		return layout{}, fmt.Errorf("%w: Shards %d, it must be in [0, %d]", ErrInvalidOptions, o.Shards, MaxShards)
+		return layout{}, fmt.Errorf("%w: Shards %d, it must be in [0, %d]", ErrInvalid, o.Shards, MaxShards)
 	}
 	m, k := size(o.Capacity, p)
 	if k > MaxHashFunctions {
-		return layout{}, fmt.Errorf("%w: FalsePositiveRate %v needs %d hash functions, the limit is %d", ErrInvalidOptions, p, k, MaxHashFunctions)
+		return layout{}, fmt.Errorf("%w: FalsePositiveRate %v needs %d hash functions, the limit is %d", ErrInvalid, p, k, MaxHashFunctions)
 	}
 	shards := o.Shards
 	if shards == 0 {
 		d := math.Ceil(m / DefaultShardBits)
 		if d > MaxShards {
 			return layout{}, fmt.Errorf("%w: %.0f bits (%.1f GiB) would need %.0f shards of 8 MiB, the limit is %d shards",
-				ErrInvalidOptions, m, m/8/(1<<30), d, MaxShards)
+				ErrInvalid, m, m/8/(1<<30), d, MaxShards)
 		}
 		shards = int(d)
 	}
 	perShard := math.Ceil(m/float64(shards)/8) * 8
 	if perShard >= MaxShardBits { // the marker bit goes at offset perShard
 		return layout{}, fmt.Errorf("%w: %d shards of %.0f bits (%.1f MiB) each would pass Redis's 512 MB string limit; use at least %.0f shards",
-			ErrInvalidOptions, shards, perShard, perShard/8/(1<<20), math.Ceil(m/MaxShardBits))
+			ErrInvalid, shards, perShard, perShard/8/(1<<20), math.Ceil(m/MaxShardBits))
 	}
 	l := layout{k: k, shards: shards, shardBits: uint64(perShard)}
 	l.fingerprint = fmt.Sprintf("murmur3-128/v1 k=%d bits=%d shards=%d", l.k, l.shardBits, l.shards)

@@ -462,8 +462,8 @@ func TestNew_rebuildOptions(t *testing.T) {
 		{RebuildLease: time.Microsecond},
 	} {
 		o.Capacity, o.FalsePositiveRate = 100, 0.01
-		if _, err := bloom.New(c, "f"+strconv.Itoa(i), &o); !errors.Is(err, bloom.ErrInvalidOptions) {
-			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
+		if _, err := bloom.New(c, "f"+strconv.Itoa(i), &o); !errors.Is(err, bloom.ErrInvalid) {
+			t.Errorf("New(%+v) = %v, want ErrInvalid", o, err)
 		}
 	}
 }

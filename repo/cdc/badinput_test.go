@@ -41,11 +41,11 @@ func TestInvalidator_badInput(t *testing.T) {
 	if err := e.users.WarmFilter(ctx); err != nil {
 		t.Fatal(err)
 	}
-	codes, err := repo.New[code, int64](e.db, e.cache, repo.Options{})
+	codes, err := repo.New[code, int64](e.db, e.cache, &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nokeys, err := repo.New[noKey, int64](e.db, e.cache, repo.Options{})
+	nokeys, err := repo.New[noKey, int64](e.db, e.cache, &repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func TestRegister_notARepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range []cdc.Target{fakeTarget{}, nil, (*repo.Repository[code, int64])(nil)} {
-		if err := inv.Register(target); !errors.Is(err, cdc.ErrInvalidOptions) {
-			t.Errorf("Register(%T) err = %v, want ErrInvalidOptions", target, err)
+		if err := inv.Register(target); !errors.Is(err, cdc.ErrInvalid) {
+			t.Errorf("Register(%T) err = %v, want ErrInvalid", target, err)
 		}
 	}
 }

@@ -3,9 +3,9 @@ package cdc
 import "errors"
 
 var (
-	// ErrInvalidOptions is returned by New for options it cannot use, and
-	// by Register for a target it cannot use.
-	ErrInvalidOptions = errors.New("cdc: invalid options")
+	// ErrInvalid is returned (wrapped, with the reason) by New for options
+	// it cannot use, and by Register for a target it cannot use.
+	ErrInvalid = errors.New("cdc: invalid argument")
 
 	// ErrNotLogical is returned when the server's wal_level is not
 	// logical: logical replication needs it (a server restart).

@@ -28,7 +28,7 @@ func ExampleInvalidator() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	users, err := repo.New[sample.User, int64](db, cache, repo.Options{})
+	users, err := repo.New[sample.User, int64](db, cache, &repo.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func newEnvOn(t *testing.T, pg *testcontainers.PostgresDB, rdb redis.UniversalCl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	users, err := repo.New[sample.User, int64](pg.DB, cache, repo.Options{
+	users, err := repo.New[sample.User, int64](pg.DB, cache, &repo.Options{
 		Policy: cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
 		Filter: &bloom.Options{Namespace: ns, Capacity: 10_000, FalsePositiveRate: 0.001},
 	})

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
@@ -62,7 +62,7 @@ func New(dsn string, opts *Options) (*Invalidator, error) {
 	}
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dsn: %w", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: dsn: %w", ErrInvalid, err)
 	}
 	cfg.RuntimeParams["replication"] = "database"
 	return &Invalidator{dsn: dsn, repl: cfg, o: o, advance: make(chan struct{})}, nil
@@ -71,21 +71,21 @@ func New(dsn string, opts *Options) (*Invalidator, error) {
 // Register adds repositories to follow. Call it before Setup and Run; two
 // targets of the same table, or a target that is not a *repo.Repository
 // (a WithTx view is not one either), are an error matching
-// ErrInvalidOptions.
+// ErrInvalid.
 func (inv *Invalidator) Register(targets ...Target) error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	if inv.running {
-		return fmt.Errorf("%w: Register after Run", ErrInvalidOptions)
+		return fmt.Errorf("%w: Register after Run", ErrInvalid)
 	}
 	for _, target := range targets {
 		t, ok := rowchange.Lookup(target)
 		if !ok {
-			return fmt.Errorf("%w: %T is not a repository made by repo.New", ErrInvalidOptions, target)
+			return fmt.Errorf("%w: %T is not a repository made by repo.New", ErrInvalid, target)
 		}
 		for _, have := range inv.targets {
 			if have.Table() == t.Table() {
-				return fmt.Errorf("%w: table %s registered twice", ErrInvalidOptions, t.Table())
+				return fmt.Errorf("%w: table %s registered twice", ErrInvalid, t.Table())
 			}
 		}
 		inv.targets = append(inv.targets, t)
@@ -117,23 +117,24 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		inv.running = false
 		inv.mu.Unlock()
 	}()
-	backoff := minBackoff
+	b := backoff.New(minBackoff, inv.o.MaxBackoff)
 	for ctx.Err() == nil {
 		held, err := inv.session(ctx)
 		if held { // a holder that lost its connection retries at once
-			backoff = minBackoff
+			b.Reset()
 		}
-		wait := inv.o.StandbyRetry
+		var waitErr error
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, errSlotBusy):
-			backoff = minBackoff
+			b.Reset()
+			waitErr = backoff.Sleep(ctx, inv.o.StandbyRetry)
 		default:
 			inv.ctr.fail(err, false)
-			wait, backoff = backoff, min(2*backoff, inv.o.MaxBackoff)
+			waitErr = b.Wait(ctx)
 		}
-		if !sleep(ctx, wait) {
+		if waitErr != nil {
 			return nil
 		}
 	}
@@ -172,19 +173,4 @@ func (inv *Invalidator) setApplied(lsn LSN) {
 	close(inv.advance)
 	inv.advance = make(chan struct{})
 	inv.waitMu.Unlock()
-}
-
-// sleep waits d or until ctx is done, and reports whether ctx is live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

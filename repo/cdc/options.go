@@ -60,7 +60,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	for _, n := range []string{o.Slot, o.Publication} {
 		if !slotName.MatchString(n) {
-			return o, fmt.Errorf("%w: name %q: use 1 to 63 lower-case letters, digits and underscores", ErrInvalidOptions, n)
+			return o, fmt.Errorf("%w: name %q: use 1 to 63 lower-case letters, digits and underscores", ErrInvalid, n)
 		}
 	}
 	if o.BatchSize <= 0 {

@@ -137,7 +137,7 @@ func checkSlot(ctx context.Context, conn *pgx.Conn, slot string, st slotState) e
 		return fmt.Errorf("cdc: slot %s: %w", slot, err)
 	}
 	if st.db != cur || st.plugin != "pgoutput" {
-		return fmt.Errorf("%w: slot %s exists for database %q with plugin %q, not %q with pgoutput", ErrInvalidOptions, slot, st.db, st.plugin, cur)
+		return fmt.Errorf("%w: slot %s exists for database %q with plugin %q, not %q with pgoutput", ErrInvalid, slot, st.db, st.plugin, cur)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
@@ -233,7 +234,7 @@ func (a *applier) apply(ctx context.Context) error {
 // up to MaxBackoff, counting each failure. The reader keeps the
 // connection alive meanwhile, reporting the unchanged position.
 func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) error) error {
-	backoff := minBackoff
+	b := backoff.New(minBackoff, inv.o.MaxBackoff)
 	for {
 		err := fn(ctx)
 		if err == nil {
@@ -243,9 +244,8 @@ func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		inv.ctr.fail(err, false)
-		if !sleep(ctx, backoff) {
-			return ctx.Err()
+		if err := b.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, inv.o.MaxBackoff)
 	}
 }

@@ -39,7 +39,7 @@ func TestInvalidator_twoUniqueKeys(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e.exec(t, "TRUNCATE members")
-			members, err := repo.New[member, int64](e.db, e.cache, repo.Options{
+			members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
 				Name:      name,
 				UniqueKey: uk,
 				Policy:    cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
@@ -121,7 +121,7 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 	if err := e.db.AutoMigrate(&member{}); err != nil {
 		t.Fatal(err)
 	}
-	members, err := repo.New[member, int64](e.db, e.cache, repo.Options{
+	members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
 		Name:      "members",
 		UniqueKey: []string{"email"},
 		Policy:    cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
