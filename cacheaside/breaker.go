@@ -15,6 +15,7 @@ type breaker struct {
 	cooldown  time.Duration // open period
 	fails     atomic.Int64  // consecutive failures
 	openUntil atomic.Int64  // Unix nanoseconds; 0 = closed
+	recovered func()        // called by the first success after failures; may be nil
 }
 
 // allow reports whether a Redis call may be made. It is one atomic load
@@ -32,13 +33,20 @@ func (b *breaker) allow() bool {
 	return b.openUntil.CompareAndSwap(u, now+int64(b.cooldown))
 }
 
-// success records a Redis call that worked (redis.Nil included).
+// success records a Redis call that worked (redis.Nil included). The
+// first after failures calls recovered, if set.
 func (b *breaker) success() {
+	back := false
 	if b.fails.Load() != 0 {
 		b.fails.Store(0)
+		back = true
 	}
 	if b.openUntil.Load() != 0 {
 		b.openUntil.Store(0)
+		back = true
+	}
+	if back && b.recovered != nil {
+		b.recovered()
 	}
 }
 

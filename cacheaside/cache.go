@@ -125,6 +125,8 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c
+	c.retry.poke = make(chan struct{}, 1)
+	c.br.recovered = c.retry.wake
 	return c, nil
 }
 

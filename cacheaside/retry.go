@@ -3,6 +3,7 @@ package cacheaside
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asidekit/asidekit/internal/backoff"
@@ -25,7 +26,12 @@ const (
 
 // retrier retries failed invalidations in the background, with jittered
 // exponential backoff, until they succeed or the Cache is closed. Its
-// goroutine runs only while something is pending.
+// goroutine runs only while something is pending. A key whose
+// invalidation is pending is not read from Redis (holds): Redis may still
+// hold the value the invalidation must remove, so reads of it load from
+// the loader, uncached, until the invalidation is applied. When Redis
+// answers again after failures (wake), the retrier tries at once instead
+// of waiting for its backoff.
 type retrier struct {
 	c *Cache
 
@@ -33,6 +39,56 @@ type retrier struct {
 	pending map[string]pending // guarded by mu; by entry key
 	running bool               // guarded by mu
 	seq     uint64             // guarded by mu
+
+	n    atomic.Int64  // len(pending), read without mu by holds
+	poke chan struct{} // wakes the loop; buffered, one pending wake-up
+
+	// ignore, for tests only, turns the rule of holds off.
+	ignore bool
+}
+
+// holds reports whether key's invalidation is pending. It costs one
+// atomic load while nothing is.
+func (r *retrier) holds(key string) bool {
+	if r.n.Load() == 0 || r.ignore {
+		return false
+	}
+	r.mu.Lock()
+	_, ok := r.pending[key]
+	r.mu.Unlock()
+	return ok
+}
+
+// split moves the items of *items whose invalidation is pending to held.
+func (r *retrier) split(items *[]item) (held []item) {
+	if r.n.Load() == 0 || r.ignore {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keep := (*items)[:0:0]
+	for _, it := range *items {
+		if _, ok := r.pending[it.key]; ok {
+			held = append(held, it)
+		} else {
+			keep = append(keep, it)
+		}
+	}
+	if len(held) > 0 {
+		*items = keep
+	}
+	return held
+}
+
+// wake makes a sleeping loop try at once.
+func (r *retrier) wake() {
+	if r.n.Load() == 0 {
+		return
+	}
+	select {
+	case r.poke <- struct{}{}:
+	default:
+	}
 }
 
 func (r *retrier) add(ps []pending) {
@@ -50,6 +106,7 @@ func (r *retrier) add(ps []pending) {
 		r.pending[p.key] = p
 		p.ctr.inc(EventInvalidationDeferred)
 	}
+	r.n.Store(int64(len(r.pending)))
 	if !r.running {
 		r.running = r.c.goBackground(r.loop)
 	}
@@ -72,6 +129,8 @@ func (r *retrier) loop() {
 			r.final()
 			return
 		case <-timer.C:
+		case <-r.poke:
+			retry.Reset()
 		}
 		r.mu.Lock()
 		batch := make([]pending, 0, len(r.pending))
@@ -110,6 +169,7 @@ func (r *retrier) loop() {
 				delete(r.pending, p.key)
 			}
 		}
+		r.n.Store(int64(len(r.pending)))
 		r.mu.Unlock()
 		if len(failed) == 0 {
 			retry.Reset()
@@ -128,6 +188,7 @@ func (r *retrier) final() {
 		batch = append(batch, p)
 	}
 	r.pending = nil
+	r.n.Store(0)
 	r.running = false
 	r.mu.Unlock()
 	if len(batch) == 0 || !r.c.br.allow() {
