@@ -3,3 +3,11 @@ package cdc
 // SetAfterApply installs a hook that runs after a transaction's changes
 // were applied and before its position counts as applied.
 func SetAfterApply(inv *Invalidator, f func(end LSN) error) { inv.afterApply = f }
+
+// IgnoreVisibility makes inv apply transactions as soon as they are
+// decoded, visible to other sessions or not (the rule switched off).
+func IgnoreVisibility(inv *Invalidator) { inv.ignoreVisibility = true }
+
+// OnInvisible installs a hook that runs when the applier starts waiting
+// for a decoded transaction to become visible.
+func OnInvisible(inv *Invalidator, f func()) { inv.onInvisible = f }

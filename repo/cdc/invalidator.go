@@ -46,6 +46,11 @@ type Invalidator struct {
 	// were applied and before its position counts as applied; an error
 	// ends the session there, as a crash would.
 	afterApply func(end LSN) error
+	// ignoreVisibility, for tests only, applies a transaction as soon as
+	// it is decoded; onInvisible, when set (by tests), runs when the
+	// applier starts waiting for a transaction to become visible.
+	ignoreVisibility bool
+	onInvisible      func()
 }
 
 // New returns an Invalidator of the database at dsn (a URL or key=value

@@ -60,7 +60,9 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	r := &reader{inv: inv, conn: conn, items: make(chan item, readAhead)}
 	var wg sync.WaitGroup
 	wg.Go(func() { r.run(ctx) })
-	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables, targets: targets}
+	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables, targets: targets,
+		vis: &visibility{dsn: inv.dsn}}
+	defer a.vis.close()
 	err = a.run(ctx, r.items)
 	cancel() // stops the reader if the applier ended first
 	wg.Wait()
@@ -81,6 +83,7 @@ type applier struct {
 	tables  map[string]rowchange.Table
 	targets []rowchange.Table // every registered one
 
+	vis     *visibility // of decoded transactions to other sessions
 	set     rowchange.Work
 	truncs  []rowchange.Table // truncated in transactions not yet applied
 	warms   []rowchange.Table // to warm after a recreated slot (lost inserts)
@@ -126,6 +129,9 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 	case *pglogrepl.RelationMessage:
 		a.rels[m.RelationID] = newRelation(m, a.tables)
 	case *pglogrepl.BeginMessage:
+		if err := a.visible(ctx, m.Xid); err != nil {
+			return err
+		}
 		a.inTxn = true
 		a.inv.ctr.behindSince.CompareAndSwap(0, m.CommitTime.UnixNano())
 	case *pglogrepl.InsertMessage:
@@ -181,6 +187,21 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		return a.flush(ctx)
 	}
 	return nil
+}
+
+// visible returns once transaction xid, whose COMMIT was decoded, is
+// visible to other sessions (see visibility), applying the transactions
+// received before it first if it must wait.
+func (a *applier) visible(ctx context.Context, xid uint32) error {
+	if a.inv.ignoreVisibility || a.vis.visible(xid) {
+		return nil
+	}
+	if a.txns > 0 {
+		if err := a.apply(ctx); err != nil {
+			return err
+		}
+	}
+	return a.vis.wait(ctx, xid, a.inv.onInvisible)
 }
 
 // flush runs the queued upkeep, retrying until Redis takes it.
