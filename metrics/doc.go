@@ -14,7 +14,9 @@
 //   - NewConfigStoreCollector reads a configstore.Store's Stats at scrape
 //     time.
 //   - NewBloomCollector reads a bloom.Filter's Stats (fill ratio, estimated
-//     false-positive rate) from Redis at scrape time.
+//     false-positive rate, trust) from Redis at scrape time, within a short
+//     deadline; a failed read reports asidekit_bloom_up 0 and never fails
+//     the scrape.
 //   - NewLimitCollector reads a limit.Limiter's or limit.Semaphore's Stats
 //     (allowed, refused, errors) at scrape time.
 //   - NewSeqgenCollector reads a seqgen.Generator's Stats (segments
@@ -43,6 +45,9 @@
 //	asidekit_configstore_fallback_queries_total{store}
 //	asidekit_bloom_{bits,bits_set,fill_ratio,estimated_count}{filter}   gauges
 //	asidekit_bloom_{false_positive_rate,generation,rebuilding}{filter}  gauges
+//	asidekit_bloom_{untrusted_shards,up}{filter}                        gauges
+//	asidekit_bloom_{untrusted_checks,auto_rebuilds}_total{filter}       counters
+//	asidekit_bloom_{auto_rebuild_failures,scrape_errors}_total{filter}  counters
 //	asidekit_limit_calls_total{limiter,outcome}    counter, outcome = allowed | refused | error
 //	asidekit_limit_failed_open_total{limiter}      counter
 //	asidekit_seqgen_segments_reserved_total{generator}
@@ -56,6 +61,11 @@
 // The load histogram's count with outcome="ok" equals the entity's
 // Stats().Loads, and with outcome="error" its Stats().LoadErrors; the
 // per-entity Stats snapshot is therefore not exported a second time.
+//
+// Only the Bloom collector reads Redis at scrape time; the others read
+// counters in memory and cannot fail. No collector of this package makes
+// a scrape fail: with promhttp.HandlerOpts' default ErrorHandling, one
+// failing collector turns the whole of /metrics into an HTTP 500.
 //
 // Two CacheObservers with the same namespace cannot be registered on one
 // registry (Register returns a prometheus.AlreadyRegisteredError); share
