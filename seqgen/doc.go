@@ -41,6 +41,34 @@
 // numbers already issued. The lease only limits wasted numbers; safety never
 // rests on it.
 //
+// # When Redis is down
+//
+// A Redis call that fails, or gets no reply within Options.RedisTimeout
+// (200 ms by default, whatever the client's timeouts), does not fail Next:
+// the process reserves a segment in the DB itself, with the same atomic
+// reservation a seed uses (a fresh (lo, hi] above the DB mark), and issues
+// from it in memory, one caller at a time per biz. After BreakerFailures
+// failures in a row Redis is skipped for BreakerCooldown, so a dead Redis
+// costs no deadline per call; then one call at a time tries it again.
+//
+// Such a segment is never installed in Redis, and the Redis counter only
+// ever counts inside segments installed in it, so when Redis is back its
+// counter cannot reach a number issued in-process: it goes on in its own
+// segment, and its next one is reserved above the DB mark, past every
+// in-process segment. (A segment whose install failed is not used
+// in-process either: the install may have run.) No re-seed is needed, and
+// the promise holds across processes: numbers can skip, none is issued
+// twice.
+//
+// What it costs: one DB round trip per Segment numbers per process while
+// Redis is down; numbers that are unique but no longer increasing, since
+// each process issues from its own segment and Redis, once back, resumes
+// below them; and gaps, as each process reserves a segment of its own (up
+// to Segment numbers per process per outage are left over, kept for the
+// next outage of the same day). Size Width with that in mind. When the DB
+// is down too, or Redis's segment is used up and the DB is down, Next
+// returns ErrUnavailable.
+//
 // # Days, formats, overflow
 //
 // Each call reads the clock once and derives the day from that instant in

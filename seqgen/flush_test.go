@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -38,7 +39,9 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 			_ = sqlDB.Close()
 		}
 	})
-	opts := func(o *seqgen.Options) { o.Width = 7; o.Segment = segment }
+	// RedisTimeout: a call slowed by the load of this test (64 goroutines,
+	// -race) must not fall back to the DB, whose segments add gaps.
+	opts := func(o *seqgen.Options) { o.Width = 7; o.Segment = segment; o.RedisTimeout = time.Minute }
 	gens := []*seqgen.Generator{
 		e.gen(t, opts),
 		newGen(t, e.r.NewClient(t), db2, e.opts(opts)),
@@ -157,5 +160,5 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 	if len(gaps) > deletions || skipped > deletions*segment {
 		t.Errorf("%d gaps skipping %d numbers for %d deletions, want at most one segment (%d) per deletion", len(gaps), skipped, deletions, segment)
 	}
-	t.Logf("%d numbers, highest %d, DB mark %d, gaps %v", len(all), all[len(all)-1], mark, gaps)
+	t.Logf("%d numbers, highest %d, DB mark %d, gaps %v, stats %+v", len(all), all[len(all)-1], mark, gaps, gens[0].Stats())
 }

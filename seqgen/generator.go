@@ -31,6 +31,12 @@ var (
 	// ErrPanic wraps the value of a panic in a user callback (Clock,
 	// Prefix, SeedFrom).
 	ErrPanic = errors.New("seqgen: callback panicked")
+	// ErrUnavailable wraps the causes when no number can be issued because
+	// a backend failed: Redis is down and so is the DB (or the DB is down
+	// and Redis has no numbers left in its segment). The request may
+	// succeed later: map it to 503. A Redis outage alone is not an error
+	// (see the package doc, "When Redis is down").
+	ErrUnavailable = errors.New("seqgen: unavailable")
 )
 
 // maxWasted bounds the reservations of one call whose segment was dropped
@@ -61,6 +67,10 @@ type Generator struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
+	spares  map[string]*spare  // guarded by mu: segments to issue from while Redis is down, by biz
+
+	brk        breaker
+	noFallback bool // tests only: fail instead of issuing from the DB when Redis is down
 
 	ctr counters
 }
@@ -88,6 +98,8 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Generator, 
 		low:     o.Segment - int64(float64(o.Segment)*o.RefillAt),
 		id:      hex.EncodeToString(b[:]),
 		flights: make(map[string]*flight),
+		spares:  make(map[string]*spare),
+		brk:     breaker{threshold: o.BreakerFailures, cooldown: o.BreakerCooldown},
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
@@ -148,50 +160,80 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 	if err != nil {
 		return 0, Day{}, err
 	}
-	k := g.keysFor(escBiz, day.Key)
+	first, err := g.takeRedis(ctx, biz, day, g.keysFor(escBiz, day.Key), n)
+	var down redisDown
+	if err != nil && errors.As(err, &down) {
+		if g.noFallback {
+			return 0, Day{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		first, err = g.takeLocal(ctx, biz, day, n, err)
+	}
+	if err != nil {
+		return 0, Day{}, err
+	}
+	return first, day, nil
+}
+
+// takeRedis issues n numbers of biz on day from the Redis counter, and
+// returns the first. Its error is a redisDown when Redis failed.
+func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset, n int64) (int64, error) {
 	retry := backoff.New(time.Millisecond, maxBackoff)
 	for wasted := 0; ; {
-		token := g.token()
-		v, err := nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
+		r, err := g.next(ctx, k, n)
 		if err != nil {
-			return 0, Day{}, fmt.Errorf("seqgen: redis: %w", err)
-		}
-		r, err := parseNext(v)
-		if err != nil {
-			return 0, Day{}, err
+			return 0, err
 		}
 		switch r.status {
 		case statusIssued:
 			if r.leased {
-				g.refillAsync(biz, day, k, token, r.value)
+				g.refillAsync(biz, day, k, r.token, r.value)
 			}
-			return r.value - n + 1, day, nil
+			return r.value - n + 1, nil
 		case statusExhausted:
-			return 0, Day{}, ErrExhausted
+			return 0, ErrExhausted
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
 				g.ctr.waits.Add(1)
 				if err := g.wait(ctx, k.counter, &retry); err != nil {
-					return 0, Day{}, err
+					return 0, err
 				}
 				continue
 			}
 			if wasted == maxWasted {
-				g.release(ctx, k, token)
-				return 0, Day{}, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
+				g.release(ctx, k, r.token)
+				return 0, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
 			}
 			g.ctr.sync.Add(1)
-			installed, err := g.refill(ctx, biz, day, k, token, r.value, n, r.status == statusNeedSeed)
+			installed, err := g.refill(ctx, biz, day, k, r.token, r.value, n, r.status == statusNeedSeed)
 			if err != nil {
-				return 0, Day{}, err
+				return 0, err
 			}
 			if !installed {
 				wasted++
 			}
 		default:
-			return 0, Day{}, fmt.Errorf("seqgen: next.lua returned status %d", r.status)
+			return 0, fmt.Errorf("seqgen: next.lua returned status %d", r.status)
 		}
 	}
+}
+
+// next runs next.lua with a fresh lease token. If the call passes its
+// deadline and its reply later grants the lease, the lease is released.
+func (g *Generator) next(ctx context.Context, k keyset, n int64) (nextReply, error) {
+	token := g.token()
+	v, err := redisCall(ctx, g, func(ctx context.Context) ([]int64, error) {
+		return nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
+	}, func(v []int64) {
+		if r, err := parseNext(v); err == nil && r.leased {
+			g.release(context.Background(), k, token)
+		}
+	})
+	if err != nil {
+		return nextReply{}, err
+	}
+	r, err := parseNext(v)
+	r.token = token
+	return r, err
 }
 
 // today reads the clock once and computes the day and prefix of biz,

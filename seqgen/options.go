@@ -78,6 +78,22 @@ type Options struct {
 	// segment for a (biz, day) before another may take over. Default 5s.
 	LeaseTTL time.Duration
 
+	// RedisTimeout bounds each Redis call of the generator, whatever the
+	// client's own timeouts (the caller's earlier deadline wins). Past it
+	// the call counts as a Redis failure and the number comes from the DB
+	// (see the package doc, "When Redis is down"). Default 200ms.
+	RedisTimeout time.Duration
+
+	// BreakerFailures is how many Redis calls in a row must fail before the
+	// generator stops trying Redis for BreakerCooldown and issues from the
+	// DB straight away. Default 3.
+	BreakerFailures int
+
+	// BreakerCooldown is how long Redis is skipped after BreakerFailures
+	// failures in a row; then one call at a time tries it, and the first
+	// that succeeds brings every call back to Redis. Default 1s.
+	BreakerCooldown time.Duration
+
 	// Clock returns the current time; it is read once per call. Default
 	// time.Now.
 	Clock func() time.Time
@@ -101,6 +117,10 @@ const (
 	DefaultRefillAt   = 0.8
 	DefaultKeyTTL     = 48 * time.Hour
 	DefaultLeaseTTL   = 5 * time.Second
+
+	DefaultRedisTimeout    = 200 * time.Millisecond
+	DefaultBreakerFailures = 3
+	DefaultBreakerCooldown = time.Second
 )
 
 // MaxSegment is the largest Options.Segment: NextN builds up to Segment
@@ -162,6 +182,24 @@ func (o *Options) init() (Options, error) {
 	}
 	if c.LeaseTTL < time.Millisecond {
 		return c, fmt.Errorf("%w: LeaseTTL %v < 1ms", ErrInvalid, c.LeaseTTL)
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = DefaultRedisTimeout
+	}
+	if c.RedisTimeout < 0 {
+		return c, fmt.Errorf("%w: RedisTimeout %v < 0", ErrInvalid, c.RedisTimeout)
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerFailures < 0 {
+		return c, fmt.Errorf("%w: BreakerFailures %d < 0", ErrInvalid, c.BreakerFailures)
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
+	}
+	if c.BreakerCooldown < 0 {
+		return c, fmt.Errorf("%w: BreakerCooldown %v < 0", ErrInvalid, c.BreakerCooldown)
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

@@ -2,7 +2,6 @@ package seqgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,10 +26,7 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 	lo, hi, err := g.reserve(ctx, biz, day, observed, n, seed)
 	if err != nil {
 		g.release(ctx, k, token)
-		if errors.Is(err, ErrExhausted) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrPanic) {
-			return false, err
-		}
-		return false, fmt.Errorf("seqgen: reserve %q %s: %w", biz, day.Key, err)
+		return false, g.dbFailed(ctx, biz, day, err)
 	}
 	g.ctr.reserved.Add(1)
 	seedArg := "0"
@@ -38,8 +34,10 @@ func (g *Generator) refill(ctx context.Context, biz string, day Day, k keyset, t
 		seedArg = "1"
 	}
 	// No retry of our own on failure: the segment is then skipped, never
-	// installed twice.
-	res, err := installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Int64()
+	// installed twice, nor issued in-process (it may have been installed).
+	res, err := redisCall(ctx, g, func(ctx context.Context) (int64, error) {
+		return installScript.Run(ctx, g.rdb, k.list(), lo, hi, seedArg, g.opts.KeyTTL.Milliseconds(), token).Int64()
+	}, nil)
 	if err != nil {
 		// The script may or may not have run; either way the lease, if
 		// still ours, should not make others wait for LeaseTTL.
@@ -82,11 +80,12 @@ func (g *Generator) refillAsync(biz string, day Day, k keyset, token string, las
 	}()
 }
 
-// release gives up a lease without installing anything, best effort.
+// release gives up a lease without installing anything, best effort
+// (even when the caller's context is done).
 func (g *Generator) release(ctx context.Context, k keyset, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_ = releaseScript.Run(ctx, g.rdb, []string{k.lease}, token).Err()
+	_, _ = redisCall(context.WithoutCancel(ctx), g, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, releaseScript.Run(ctx, g.rdb, []string{k.lease}, token).Err()
+	}, nil)
 }
 
 func (g *Generator) startFlight(key string) *flight {

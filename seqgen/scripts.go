@@ -54,8 +54,9 @@ func (k keyset) list() []string { return []string{k.counter, k.meta, k.lease} }
 // nextReply is next.lua's answer.
 type nextReply struct {
 	status int64
-	value  int64 // the last number issued, or the counter
-	leased bool  // the caller holds the lease
+	value  int64  // the last number issued, or the counter
+	leased bool   // the caller holds the lease
+	token  string // the lease token next.lua was called with
 }
 
 func parseNext(v []int64) (nextReply, error) {

@@ -20,11 +20,19 @@ type Stats struct {
 	// while another call or process held the reservation: they waited for
 	// it.
 	Waits uint64
+	// Fallbacks counts calls served from a segment this process reserved
+	// in the DB because Redis failed, passed Options.RedisTimeout, or was
+	// skipped by the breaker.
+	Fallbacks uint64
+	// RedisErrors counts Redis calls that failed or passed
+	// Options.RedisTimeout (not those the breaker skipped).
+	RedisErrors uint64
 }
 
 // counters are a Generator's Stats, updated atomically.
 type counters struct {
 	reserved, dropped, background, sync, waits atomic.Uint64
+	fallbacks, redisErrors                     atomic.Uint64
 }
 
 // Stats returns the Generator's counts. A healthy generator shows
@@ -38,5 +46,7 @@ func (g *Generator) Stats() Stats {
 		BackgroundRefills: c.background.Load(),
 		SyncRefills:       c.sync.Load(),
 		Waits:             c.waits.Load(),
+		Fallbacks:         c.fallbacks.Load(),
+		RedisErrors:       c.redisErrors.Load(),
 	}
 }
