@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -109,6 +111,12 @@ func (inv *Invalidator) Stats() Stats { return inv.ctr.snapshot() }
 // wal_sender_timeout). Errors (database or Redis unreachable) are counted
 // in Stats and retried with backoff, never skipped past: the slot's
 // position only moves over what was applied.
+//
+// Failures are logged with log/slog's default logger: a warning at the
+// first (a server without wal_level=logical, an unreachable database),
+// with the error and the attempts so far, then at most one per
+// FailureLogInterval while they go on; and an Info once the process takes
+// the slot, or stands by behind another process, again.
 func (inv *Invalidator) Run(ctx context.Context) error {
 	inv.mu.Lock()
 	if inv.running {
@@ -117,7 +125,10 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 	}
 	inv.running = true
 	inv.mu.Unlock()
+	rl := runLog{slot: inv.o.Slot}
+	inv.ctr.active.onTake = func() { rl.recovered("applying") }
 	defer func() {
+		inv.ctr.active.onTake = nil
 		inv.mu.Lock()
 		inv.running = false
 		inv.mu.Unlock()
@@ -133,10 +144,12 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, errSlotBusy):
+			rl.recovered("standing by")
 			b.Reset()
 			waitErr = backoff.Sleep(ctx, inv.o.StandbyRetry)
 		default:
 			inv.ctr.fail(err, false)
+			rl.failed(err)
 			waitErr = b.Wait(ctx)
 		}
 		if waitErr != nil {
@@ -144,6 +157,41 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// FailureLogInterval is the least time between two warnings of Run while
+// its sessions keep failing.
+const FailureLogInterval = time.Minute
+
+// runLog is what Run logs of its failures: a warning at the first of a
+// run of failed sessions and at most one per FailureLogInterval after
+// it (across runs, so that a flapping connection logs little), and an
+// Info at the end of a run that was warned of. Run's goroutine alone
+// uses it.
+type runLog struct {
+	slot     string
+	attempts int       // failed sessions since the last recovery
+	warned   time.Time // of the last warning; zero if none
+	told     bool      // this run of failures was warned of
+}
+
+func (l *runLog) failed(err error) {
+	l.attempts++
+	if now := time.Now(); l.warned.IsZero() || now.Sub(l.warned) >= FailureLogInterval {
+		l.warned, l.told = now, true
+		slog.Warn("asidekit: cdc: cannot follow the log; retrying",
+			"slot", l.slot, "attempts", l.attempts, "err", err)
+	}
+}
+
+// recovered ends a run of failures: the process is applying, or standing
+// by (what says which).
+func (l *runLog) recovered(what string) {
+	if l.told {
+		slog.Info("asidekit: cdc: following the log again, "+what,
+			"slot", l.slot, "failed_attempts", l.attempts)
+	}
+	l.attempts, l.told = 0, false
 }
 
 // Wait returns once every transaction that committed before lsn (from

@@ -53,13 +53,20 @@ type Stats struct {
 	// zero when every transaction received is applied.
 	Lag time.Duration
 
-	// LastError is the most recent error counted in Errors or Skipped.
-	LastError error
+	// LastError is the most recent error counted in Errors or Skipped,
+	// for errors.Is. JSON leaves it out, since an error value marshals as
+	// {}: LastErrorText carries its message.
+	LastError error `json:"-"`
+
+	// LastErrorText is LastError's message, "" when there is none. It is
+	// what json.Marshal (expvar, a status page) shows, under the key
+	// "LastError" like the other fields' names.
+	LastErrorText string `json:"LastError,omitempty"`
 }
 
 // counters are the live values behind Stats.
 type counters struct {
-	active                       atomic.Bool
+	active                       activeFlag
 	txns, changes, skipped, errs atomic.Uint64
 	slotsRecreated               atomic.Uint64
 	badTables                    atomic.Int64
@@ -101,5 +108,25 @@ func (c *counters) snapshot() Stats {
 	c.mu.Lock()
 	s.LastError = c.lastErr
 	c.mu.Unlock()
+	if s.LastError != nil {
+		s.LastErrorText = s.LastError.Error()
+	}
 	return s
+}
+
+// activeFlag is Stats.Active. Storing true also calls onTake: the session
+// that takes the slot runs in Run's goroutine, so Run learns there, with
+// no goroutine of its own, that a process whose sessions failed applies
+// again (and logs it).
+type activeFlag struct {
+	atomic.Bool
+	onTake func() // set by Run before its first session; used in Run's goroutine only
+}
+
+// Store sets the flag, and calls onTake if v is true.
+func (f *activeFlag) Store(v bool) {
+	f.Bool.Store(v)
+	if v && f.onTake != nil {
+		f.onTake()
+	}
 }
