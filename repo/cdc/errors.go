@@ -8,7 +8,9 @@ var (
 	ErrInvalid = errors.New("cdc: invalid argument")
 
 	// ErrNotLogical is returned when the server's wal_level is not
-	// logical: logical replication needs it (a server restart).
+	// logical: logical replication needs it (a server restart). Setup
+	// returns it; Run records it in Stats.LastError, logs a warning and
+	// retries until the server is restarted with wal_level=logical.
 	ErrNotLogical = errors.New("cdc: PostgreSQL wal_level is not logical")
 
 	// ErrSlotActive is returned by Drop while a process holds the slot.
