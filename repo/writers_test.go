@@ -11,16 +11,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
 )
-
-// member has two unique columns besides its primary key.
-type member struct {
-	ID     int64  `gorm:"primaryKey"`
-	Email  string `gorm:"size:64;not null;uniqueIndex"`
-	Handle string `gorm:"size:64;not null;uniqueIndex"`
-	Name   string `gorm:"size:64;not null"`
-}
 
 // Every writer of a repository with two unique keys and Bloom filters,
 // in a random history: after each write, every id and every unique value
@@ -33,10 +26,10 @@ func TestWriters_twoUniqueKeys_history(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	if err := e.db.AutoMigrate(&member{}); err != nil {
+	if err := e.db.AutoMigrate(&sample.Member{}); err != nil {
 		t.Fatal(err)
 	}
-	members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
+	members, err := repo.New[sample.Member, int64](e.db, e.cache, &repo.Options{
 		Name:         "members",
 		UniqueKey:    []string{"email"},
 		Policy:       cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
@@ -54,33 +47,33 @@ func TestWriters_twoUniqueKeys_history(t *testing.T) {
 
 	writers := []struct {
 		name  string
-		write func(m member) error
+		write func(m sample.Member) error
 	}{
-		{"Create", func(m member) error { return members.Create(ctx, &m) }},
-		{"Put", func(m member) error { return members.Put(ctx, &m) }},
-		{"Update", func(m member) error { return members.Update(ctx, &m) }},
-		{"Delete", func(m member) error { return members.Delete(ctx, m.ID) }},
-		{"CreateMany", func(m member) error { return members.CreateMany(ctx, []member{m}) }},
-		{"PutMany", func(m member) error { return members.PutMany(ctx, []member{m}) }},
-		{"InsertIfAbsent", func(m member) error {
+		{"Create", func(m sample.Member) error { return members.Create(ctx, &m) }},
+		{"Put", func(m sample.Member) error { return members.Put(ctx, &m) }},
+		{"Update", func(m sample.Member) error { return members.Update(ctx, &m) }},
+		{"Delete", func(m sample.Member) error { return members.Delete(ctx, m.ID) }},
+		{"CreateMany", func(m sample.Member) error { return members.CreateMany(ctx, []sample.Member{m}) }},
+		{"PutMany", func(m sample.Member) error { return members.PutMany(ctx, []sample.Member{m}) }},
+		{"InsertIfAbsent", func(m sample.Member) error {
 			ok, err := members.InsertIfAbsent(ctx, &m)
 			if err == nil && !ok {
 				return errDuplicate
 			}
 			return err
 		}},
-		{"UpdateColumns(handle)", func(m member) error { return members.UpdateColumns(ctx, &m, "handle") }},
-		{"UpdateColumns(email, name)", func(m member) error { return members.UpdateColumns(ctx, &m, "Email", "name") }},
-		{"Modify", func(m member) error {
+		{"UpdateColumns(handle)", func(m sample.Member) error { return members.UpdateColumns(ctx, &m, "handle") }},
+		{"UpdateColumns(email, name)", func(m sample.Member) error { return members.UpdateColumns(ctx, &m, "Email", "name") }},
+		{"Modify", func(m sample.Member) error {
 			_, err := members.Modify(ctx, m.ID,
 				map[string]any{"email": m.Email, "name": gorm.Expr("left(name, 10) || ?", "+")},
 				gorm.Expr("handle <> ?", m.Handle))
 			return err
 		}},
-		{"Transaction+Put", func(m member) error {
+		{"Transaction+Put", func(m sample.Member) error {
 			return repo.Transaction(ctx, e.db, func(tx *repo.Tx) error { return members.WithTx(tx).Put(ctx, &m) })
 		}},
-		{"Transaction+Delete", func(m member) error {
+		{"Transaction+Delete", func(m sample.Member) error {
 			return repo.Transaction(ctx, e.db, func(tx *repo.Tx) error { return members.WithTx(tx).Delete(ctx, m.ID) })
 		}},
 	}
@@ -115,14 +108,14 @@ func isUniqueViolation(err error) bool {
 // its random rows.
 type history struct {
 	rng  *rand.Rand
-	rows map[int64]member
+	rows map[int64]sample.Member
 }
 
-func newHistory(rng *rand.Rand) *history { return &history{rng: rng, rows: map[int64]member{}} }
+func newHistory(rng *rand.Rand) *history { return &history{rng: rng, rows: map[int64]sample.Member{}} }
 
-func (h *history) randomRow() member {
+func (h *history) randomRow() sample.Member {
 	n := h.rng.IntN(1000)
-	return member{
+	return sample.Member{
 		ID:     1 + h.rng.Int64N(5),
 		Email:  fmt.Sprintf("e%d", 1+h.rng.IntN(4)),
 		Handle: fmt.Sprintf("h%d", 1+h.rng.IntN(4)),
@@ -133,11 +126,11 @@ func (h *history) randomRow() member {
 // reload reads the table (the truth) with plain SQL.
 func (h *history) reload(t *testing.T, e *env, what string) {
 	t.Helper()
-	var rows []member
+	var rows []sample.Member
 	if err := e.db.Find(&rows).Error; err != nil {
 		t.Fatalf("%s: read the table: %v", what, err)
 	}
-	h.rows = map[int64]member{}
+	h.rows = map[int64]sample.Member{}
 	for _, r := range rows {
 		h.rows[r.ID] = r
 	}
@@ -145,7 +138,7 @@ func (h *history) reload(t *testing.T, e *env, what string) {
 
 // check reads every id and every value of both unique keys through the
 // repository and compares with the table.
-func (h *history) check(t *testing.T, ctx context.Context, r *repo.Repository[member, int64], what string) {
+func (h *history) check(t *testing.T, ctx context.Context, r *repo.Repository[sample.Member, int64], what string) {
 	t.Helper()
 	for id := int64(1); id <= 5; id++ {
 		got, err := r.Get(ctx, id)
@@ -160,7 +153,7 @@ func (h *history) check(t *testing.T, ctx context.Context, r *repo.Repository[me
 	for _, col := range []string{"email", "handle"} {
 		for i := 1; i <= 4; i++ {
 			v := fmt.Sprintf("%c%d", col[0], i)
-			var want *member
+			var want *sample.Member
 			for _, m := range h.rows {
 				if (col == "email" && m.Email == v) || (col == "handle" && m.Handle == v) {
 					want = &m

@@ -36,6 +36,16 @@ type User struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Member is an account with two unique columns besides its primary key,
+// for the tests of what a write does to the mappings of several unique
+// keys. Migrate does not create its table: AutoMigrate it.
+type Member struct {
+	ID     int64  `gorm:"primaryKey"`
+	Email  string `gorm:"size:320;not null;uniqueIndex"`
+	Handle string `gorm:"size:64;not null;uniqueIndex"`
+	Name   string `gorm:"size:200;not null"`
+}
+
 // Listing is a rental listing. The same flat (address + room) may be
 // submitted many times; the unique index on both makes it the
 // de-duplication example.

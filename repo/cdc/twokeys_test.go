@@ -10,17 +10,10 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
 )
-
-// member has two unique columns besides its primary key.
-type member struct {
-	ID     int64  `gorm:"primaryKey"`
-	Email  string `gorm:"size:320;not null;uniqueIndex"`
-	Handle string `gorm:"size:64;not null;uniqueIndex"`
-	Name   string `gorm:"size:200;not null"`
-}
 
 // A row inserted, updated and deleted with plain SQL on a table with two
 // unique keys and Bloom filters reads right by id and by both unique
@@ -29,7 +22,7 @@ func TestInvalidator_twoUniqueKeys(t *testing.T) {
 	t.Parallel()
 	e := redisEnv(t)
 	ctx := context.Background()
-	if err := e.db.AutoMigrate(&member{}); err != nil {
+	if err := e.db.AutoMigrate(&sample.Member{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, uk := range [][]string{nil, {"email"}, {"handle"}} {
@@ -39,29 +32,7 @@ func TestInvalidator_twoUniqueKeys(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e.exec(t, "TRUNCATE members")
-			members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
-				Name:      name,
-				UniqueKey: uk,
-				Policy:    cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
-				Filter:    &bloom.Options{Namespace: e.ns, Capacity: 10_000, FalsePositiveRate: 0.001},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := members.WarmFilter(ctx); err != nil {
-				t.Fatal(err)
-			}
-			inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot + "_" + name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := inv.Register(members); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = inv.Drop(context.Background()) })
-			stop := run(t, inv)
-			defer stop()
-			e.sync(t, inv)
+			members, inv := e.followMembers(t, e.slot+"_"+name, repo.Options{Name: name, UniqueKey: uk})
 
 			// Absences cached by id and by both unique values.
 			if _, err := members.Get(ctx, 1); !errors.Is(err, repo.ErrNotFound) {
@@ -118,32 +89,10 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 	t.Parallel()
 	e := redisEnv(t)
 	ctx := context.Background()
-	if err := e.db.AutoMigrate(&member{}); err != nil {
+	if err := e.db.AutoMigrate(&sample.Member{}); err != nil {
 		t.Fatal(err)
 	}
-	members, err := repo.New[member, int64](e.db, e.cache, &repo.Options{
-		Name:      "members",
-		UniqueKey: []string{"email"},
-		Policy:    cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour},
-		Filter:    &bloom.Options{Namespace: e.ns, Capacity: 10_000, FalsePositiveRate: 0.001},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := members.WarmFilter(ctx); err != nil {
-		t.Fatal(err)
-	}
-	inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inv.Register(members); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inv.Drop(context.Background()) })
-	stop := run(t, inv)
-	defer stop()
-	e.sync(t, inv)
+	members, inv := e.followMembers(t, e.slot, repo.Options{Name: "members", UniqueKey: []string{"email"}})
 
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -152,12 +101,12 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 	val := func(p string) string { return fmt.Sprintf("%s%d", p, 1+rng.IntN(4)) }
 	check := func(what string) {
 		t.Helper()
-		var rows []member
+		var rows []sample.Member
 		if err := e.db.Find(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
-		byID := map[int64]member{}
-		by := map[string]member{}
+		byID := map[int64]sample.Member{}
+		by := map[string]sample.Member{}
 		for _, m := range rows {
 			byID[m.ID], by["email "+m.Email], by["handle "+m.Handle] = m, m, m
 		}
@@ -205,4 +154,33 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 func isUniqueViolation(err error) bool {
 	var coded interface{ SQLState() string }
 	return errors.As(err, &coded) && coded.SQLState() == "23505"
+}
+
+// followMembers opens a repository of sample.Member with o (its Bloom
+// filters in the test's namespace, warmed), and an Invalidator of it on
+// slot, running until the test ends and caught up.
+func (e *env) followMembers(t *testing.T, slot string, o repo.Options) (*repo.Repository[sample.Member, int64], *cdc.Invalidator) {
+	t.Helper()
+	ctx := context.Background()
+	o.Policy = cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour}
+	o.Filter = &bloom.Options{Namespace: e.ns, Capacity: 10_000, FalsePositiveRate: 0.001}
+	members, err := repo.New[sample.Member, int64](e.db, e.cache, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = members.Close() })
+	if err := members.WarmFilter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := cdc.New(e.dsn, &cdc.Options{Slot: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Register(members); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inv.Drop(context.Background()) })
+	run(t, inv)
+	e.sync(t, inv)
+	return members, inv
 }
