@@ -36,5 +36,9 @@ func NewSeqgenCollector(name string, src SeqgenStatser) prometheus.Collector {
 	c.counter(refills, func(s seqgen.Stats) float64 { return float64(s.SyncRefills) }, "sync")
 	c.counter(c.desc("waits_total", "Pauses of calls that found the segment used up while another call or process reserved the next."),
 		func(s seqgen.Stats) float64 { return float64(s.Waits) })
+	c.counter(c.desc("fallbacks_total", "Numbers issued from a database segment, in process, because Redis failed or its breaker was open."),
+		func(s seqgen.Stats) float64 { return float64(s.Fallbacks) })
+	c.counter(c.desc("redis_errors_total", "Redis calls that failed or got no reply within Options.RedisTimeout."),
+		func(s seqgen.Stats) float64 { return float64(s.RedisErrors) })
 	return c
 }

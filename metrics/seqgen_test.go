@@ -46,6 +46,8 @@ func TestSeqgenCollector_matchesStats(t *testing.T) {
 		{"asidekit_seqgen_refills_total", []string{"mode", "sync"}, s.SyncRefills},
 		{"asidekit_seqgen_refills_total", []string{"mode", "background"}, s.BackgroundRefills},
 		{"asidekit_seqgen_waits_total", nil, s.Waits},
+		{"asidekit_seqgen_fallbacks_total", nil, s.Fallbacks},
+		{"asidekit_seqgen_redis_errors_total", nil, s.RedisErrors},
 	} {
 		labels := append([]string{"generator", "orders"}, c.labels...)
 		if got := gather(t, reg, c.name, labels...).value; got != float64(c.want) {
