@@ -2,9 +2,11 @@ package limit
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/faultproxy"
 	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
@@ -78,4 +80,36 @@ func BenchmarkAllow(b *testing.B) {
 			return l.Release(ctx)
 		})
 	})
+}
+
+// BenchmarkAllow_redisDown measures a FailOpen limiter whose Redis is cut
+// (behind a fault proxy), with default Options: once its breaker has
+// opened, every call is answered at once, without a round trip.
+func BenchmarkAllow_redisDown(b *testing.B) {
+	srv := testcontainers.NewRedisServer(b)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()}) // go-redis defaults: 3 retries, 3 s reads
+	b.Cleanup(func() { _ = c.Close() })
+	lim, err := NewGCRA(c, GCRA{Rate: PerSecond(1_000_000)}, &Options{Namespace: "bench", FailOpen: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	p.Cut()
+	b.ResetTimer()
+	for range b.N {
+		if res, err := lim.Allow(ctx, "bench"); !res.Allowed || !errors.Is(err, ErrFailedOpen) {
+			b.Fatalf("Allow with Redis cut = %+v, %v", res, err)
+		}
+	}
+	b.StopTimer()
+	st := lim.Stats()
+	b.ReportMetric(float64(st.Bypassed)/float64(b.N), "bypassed/op")
 }

@@ -55,6 +55,7 @@ type Semaphore struct {
 	ttl      int64 // µs
 	poll     time.Duration
 	failOpen bool
+	g        *guard
 	ctr      counters
 }
 
@@ -74,7 +75,7 @@ func NewConcurrency(client Client, cfg Concurrency, opts *Options) (*Semaphore, 
 	if err != nil {
 		return nil, err
 	}
-	return &Semaphore{client: client, ns: o.Namespace, limit: cfg.Limit, ttl: micros(cfg.LeaseTTL), poll: cfg.Poll, failOpen: o.FailOpen}, nil
+	return &Semaphore{client: client, ns: o.Namespace, limit: cfg.Limit, ttl: micros(cfg.LeaseTTL), poll: cfg.Poll, failOpen: o.FailOpen, g: newGuard(client, o)}, nil
 }
 
 // Lease is one slot of a Semaphore, held from Acquire to Release.
@@ -112,7 +113,12 @@ func (s *Semaphore) tryOnce(ctx context.Context, key string) (*Lease, Result, er
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics if it could not read)
 	token := hex.EncodeToString(b[:])
-	reply, err := acquireScript.Run(ctx, s.client, []string{k}, s.limit, s.ttl, token).Int64Slice()
+	var reply []int64
+	err = s.g.do(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = acquireScript.Run(ctx, s.client, []string{k}, s.limit, s.ttl, token).Int64Slice()
+		return err
+	})
 	var res Result
 	if err == nil {
 		res, err = parseReply(reply)
@@ -160,10 +166,7 @@ func (s *Semaphore) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.client.Del(ctx, k).Err(); err != nil {
-		return fmt.Errorf("limit: reset: %w", err)
-	}
-	return nil
+	return reset(ctx, s.g, s.client, k)
 }
 
 // Release gives the slot back. It returns an error wrapping ErrLeaseLost if
@@ -185,7 +188,12 @@ func (l *Lease) update(ctx context.Context, ttl int64) error {
 	if l.key == "" {
 		return nil // given by FailOpen: Redis knows nothing of it
 	}
-	held, err := releaseScript.Run(ctx, l.s.client, []string{l.key}, l.token, ttl).Int()
+	var held int
+	err := l.s.g.do(ctx, func(ctx context.Context) error {
+		var err error
+		held, err = releaseScript.Run(ctx, l.s.client, []string{l.key}, l.token, ttl).Int()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("limit: lease: %w", err)
 	}

@@ -29,7 +29,10 @@ func TestSemaphore_exact(t *testing.T) {
 		var inFlight, most, acquired atomic.Int64
 		var wg sync.WaitGroup
 		for range hammerInstances {
-			s := newSemaphore(t, r.NewClient(t), r.Namespace, Concurrency{Limit: limit, Poll: 20 * time.Millisecond})
+			s, err := NewConcurrency(r.NewClient(t), Concurrency{Limit: limit, Poll: 20 * time.Millisecond}, hammerOptions(r.Namespace))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for range hammerGoroutines {
 				wg.Go(func() {
 					for {

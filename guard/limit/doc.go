@@ -58,6 +58,17 @@
 // request and still log or count the failure. A cancelled or expired context
 // and invalid input are never failed open.
 //
+// Either way a dead Redis costs no timeout per call. Each limiter bounds its
+// own Redis calls (Options.Timeout, default 250 ms, whatever the client's
+// timeouts and retries; a sooner context deadline wins), and keeps a
+// breaker: after Options.BreakerThreshold (default 5) consecutive failures
+// (timeouts and connection errors, not errors the server replies) it stops
+// asking Redis for Options.BreakerCooldown (default 1 s) and answers every
+// call at once by its policy, with an error wrapping ErrBreakerOpen; then one
+// call at a time probes Redis, and the first success closes the breaker.
+// Stats counts the calls answered so (Bypassed) and the times it opened.
+// While the breaker is closed it costs one atomic load per call.
+//
 // # Eviction and failover
 //
 // Limiter state must not be evicted while it matters: an evicted key forgets

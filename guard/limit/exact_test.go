@@ -21,7 +21,7 @@ const runFor = hammerRunsHalves * hammerWindow / 2
 func TestFixedWindow_exact(t *testing.T) {
 	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
-			return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+			return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow}, hammerOptions(r.Namespace))
 		}, "fw:hot", hammerInstances, hammerGoroutines, runFor)
 		wins, err := checkFixedWindow(calls, hammerLimit, hammerWindow, hammerWindow/4)
 		if err != nil {
@@ -37,7 +37,7 @@ func TestFixedWindow_exact(t *testing.T) {
 func TestSlidingLog_exact(t *testing.T) {
 	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
-			return NewSlidingLog(c, SlidingLog{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+			return NewSlidingLog(c, SlidingLog{Limit: hammerLimit, Window: hammerWindow}, hammerOptions(r.Namespace))
 		}, "sl:hot", hammerInstances, hammerGoroutines, runFor)
 		allowed, err := checkSlidingLog(calls, hammerLimit, hammerWindow)
 		if err != nil {
@@ -53,7 +53,7 @@ func TestSlidingLog_exact(t *testing.T) {
 func TestSlidingWindow_exact(t *testing.T) {
 	backends(t, false, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
-			return NewSlidingWindow(c, SlidingWindow{Limit: hammerLimit, Window: hammerWindow}, &Options{Namespace: r.Namespace})
+			return NewSlidingWindow(c, SlidingWindow{Limit: hammerLimit, Window: hammerWindow}, hammerOptions(r.Namespace))
 		}, "sw:hot", hammerInstances, hammerGoroutines, runFor)
 		wins, err := checkSlidingWindow(calls, hammerLimit, hammerWindow)
 		if err != nil {
@@ -75,7 +75,7 @@ const (
 func TestGCRA_exact(t *testing.T) {
 	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
-			return NewGCRA(c, GCRA{Rate: Rate{Limit: bucketBurst, Period: bucketPeriod}, Burst: bucketBurst}, &Options{Namespace: r.Namespace})
+			return NewGCRA(c, GCRA{Rate: Rate{Limit: bucketBurst, Period: bucketPeriod}, Burst: bucketBurst}, hammerOptions(r.Namespace))
 		}, "gcra:hot", hammerInstances, hammerGoroutines, hammerRunsHalves*bucketPeriod/2)
 		checkBucketRun(t, calls)
 	})
@@ -84,7 +84,7 @@ func TestGCRA_exact(t *testing.T) {
 func TestFunnel_exact(t *testing.T) {
 	backends(t, true, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		calls := hammer(t, r, func(c Client) (Limiter, error) {
-			return NewFunnel(c, Funnel{Capacity: bucketBurst, Leak: Rate{Limit: bucketBurst, Period: bucketPeriod}}, &Options{Namespace: r.Namespace})
+			return NewFunnel(c, Funnel{Capacity: bucketBurst, Leak: Rate{Limit: bucketBurst, Period: bucketPeriod}}, hammerOptions(r.Namespace))
 		}, "funnel:hot", hammerInstances, hammerGoroutines, hammerRunsHalves*bucketPeriod/2)
 		checkBucketRun(t, calls)
 	})

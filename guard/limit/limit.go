@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,12 @@ var (
 	// ErrFailedOpen is returned, together with the Redis error that caused
 	// it, when Options.FailOpen let a call through because Redis failed.
 	ErrFailedOpen = errors.New("limit: redis failed, call allowed (fail open)")
+	// ErrBreakerOpen is returned, wrapped, by a call that did not ask
+	// Redis because the limiter's breaker is open: Redis failed
+	// Options.BreakerThreshold times in a row, and the limiter answers by
+	// its fail policy at once until a probe finds Redis back. Under
+	// FailOpen the error wraps ErrFailedOpen too.
+	ErrBreakerOpen = errors.New("limit: redis unavailable (breaker open)")
 	// ErrLeaseLost is returned by Lease.Release and Lease.Refresh when the
 	// lease has expired (its slot may already belong to someone else) or the
 	// key was reset.
@@ -67,6 +74,8 @@ type Result struct {
 	Remaining int
 	// RetryAfter is, when Allowed is false, how long until the same call
 	// could be allowed if nothing else happened meanwhile; 0 when Allowed.
+	// When AllowN fails closed with ErrBreakerOpen, it is how long until
+	// the breaker lets a probe through.
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its initial state
 	// (Remaining == Limit) if no more calls come.
@@ -84,20 +93,69 @@ type Options struct {
 	// characters that keys would need to escape.
 	Namespace string
 	// FailOpen makes AllowN return Allowed=true when Redis fails (any error
-	// from Redis or the connection, timeouts included), with an error that
-	// wraps ErrFailedOpen and the Redis error; the Result's other fields but
-	// Limit are zero, and nothing is counted. Wait then returns that error at
-	// once, and Semaphore.TryAcquire and Acquire a lease Redis does not know.
-	// Default false: fail closed, AllowN returns Allowed=false and the Redis
+	// from Redis or the connection, timeouts included, and every call while
+	// the breaker is open), with an error that wraps ErrFailedOpen and the
+	// Redis error (or ErrBreakerOpen); the Result's other fields but Limit
+	// are zero, and nothing is counted. Wait then returns that error at
+	// once, and Semaphore.TryAcquire and Acquire a lease Redis does not
+	// know. Default false: fail closed, AllowN returns Allowed=false and the
 	// error (Wait and Acquire return the error). A context that ends and
 	// invalid input are never failed open.
 	FailOpen bool
+	// Timeout bounds each Redis call of the limiter, whatever the client's
+	// own timeouts and retries: past it the call fails (by the fail
+	// policy) and counts as a Redis failure for the breaker. A context
+	// with a sooner deadline wins. A call that timed out may still have
+	// reached Redis and been counted there. Default DefaultTimeout;
+	// negative: no bound of the limiter's own (the client's timeouts and
+	// the context's deadline only).
+	//
+	// With a client made with ContextTimeoutEnabled the call is made on the
+	// caller's goroutine; otherwise go-redis would not stop a stalled read
+	// before its ReadTimeout, so each call runs on a goroutine of its own
+	// that is abandoned at the deadline.
+	Timeout time.Duration
+	// BreakerThreshold is the number of consecutive Redis failures
+	// (timeouts, connection errors; not errors the server replies, such as
+	// a script error) after which the limiter stops calling Redis for
+	// BreakerCooldown and answers every call at once by its fail policy,
+	// with an error wrapping ErrBreakerOpen. Then one call at a time
+	// probes Redis: a success closes the breaker, a failure opens it for
+	// another cooldown. Default DefaultBreakerThreshold; negative: no
+	// breaker.
+	BreakerThreshold int
+	// BreakerCooldown is how long the breaker stays open before a call
+	// probes Redis. Default DefaultBreakerCooldown; negative is invalid.
+	BreakerCooldown time.Duration
 }
 
+// Defaults of Options fields.
+const (
+	DefaultTimeout          = 250 * time.Millisecond
+	DefaultBreakerThreshold = 5
+	DefaultBreakerCooldown  = time.Second
+)
+
 // init returns a copy of o (nil allowed) with the namespace checked and
-// defaulted.
+// every zero field defaulted.
 func (o *Options) init() (Options, error) {
-	return keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
+	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
+	if err != nil {
+		return c, err
+	}
+	if c.BreakerCooldown < 0 {
+		return c, fmt.Errorf("%w: BreakerCooldown %v", ErrInvalid, c.BreakerCooldown)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.BreakerThreshold == 0 {
+		c.BreakerThreshold = DefaultBreakerThreshold
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
+	}
+	return c, nil
 }
 
 // Client is the part of a go-redis client the limiters use; every

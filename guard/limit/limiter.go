@@ -23,6 +23,7 @@ type limiter struct {
 	failOpen bool
 	// args returns ARGV for a call of n.
 	args func(n int) []any
+	g    *guard
 	ctr  counters
 }
 
@@ -34,7 +35,7 @@ func newLimiter(client Client, algo string, limit int, opts *Options, script *sc
 	if err != nil {
 		return nil, err
 	}
-	return &limiter{client: client, script: script, ns: o.Namespace, algo: algo, limit: limit, failOpen: o.FailOpen, args: args}, nil
+	return &limiter{client: client, script: script, ns: o.Namespace, algo: algo, limit: limit, failOpen: o.FailOpen, args: args, g: newGuard(client, o)}, nil
 }
 
 // stateKey returns the key that holds the state of key.
@@ -68,7 +69,13 @@ func (l *limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 	if err != nil {
 		return Result{Limit: l.limit}, err
 	}
-	reply, err := l.script.Run(ctx, l.client, []string{k}, l.args(n)...).Int64Slice()
+	ks, args := []string{k}, l.args(n)
+	var reply []int64
+	err = l.g.do(ctx, func(ctx context.Context) error {
+		var err error
+		reply, err = l.script.Run(ctx, l.client, ks, args...).Int64Slice()
+		return err
+	})
 	if err == nil {
 		var res Result
 		if res, err = parseReply(reply); err == nil {
@@ -90,6 +97,9 @@ func (l *limiter) failed(ctx context.Context, err error) (Result, error) {
 	}
 	if l.failOpen {
 		return Result{Allowed: true, Limit: l.limit}, fmt.Errorf("%w: %w", ErrFailedOpen, err)
+	}
+	if errors.Is(err, ErrBreakerOpen) {
+		return Result{Limit: l.limit, RetryAfter: l.g.retryAfter()}, err
 	}
 	return Result{Limit: l.limit}, fmt.Errorf("limit: redis: %w", err)
 }
@@ -155,7 +165,13 @@ func (l *limiter) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := l.client.Del(ctx, k).Err(); err != nil {
+	return reset(ctx, l.g, l.client, k)
+}
+
+// reset deletes the state key k, through g.
+func reset(ctx context.Context, g *guard, c Client, k string) error {
+	err := g.do(ctx, func(ctx context.Context) error { return c.Del(ctx, k).Err() })
+	if err != nil {
 		return fmt.Errorf("limit: reset: %w", err)
 	}
 	return nil

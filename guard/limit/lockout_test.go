@@ -89,7 +89,7 @@ func TestFixedWindow_lockoutExact(t *testing.T) {
 	r := testcontainers.Redis(t)
 	const lock = 400 * ms
 	calls := hammer(t, r, func(c Client) (Limiter, error) {
-		return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow, LockTime: lock}, &Options{Namespace: r.Namespace})
+		return NewFixedWindow(c, FixedWindow{Limit: hammerLimit, Window: hammerWindow, LockTime: lock}, hammerOptions(r.Namespace))
 	}, "fwl:hot", hammerInstances, hammerGoroutines, runFor)
 	locks, err := checkLockout(calls, hammerLimit, hammerWindow, lock, hammerWindow/4)
 	if err != nil {

@@ -1,6 +1,9 @@
 package limit
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // Stats are a limiter's counts of its own calls since it was made (in this
 // process; other processes sharing the keys count theirs). Each AllowN,
@@ -18,15 +21,26 @@ type Stats struct {
 	Errors uint64
 	// FailedOpen counts the Errors that Options.FailOpen let through.
 	FailedOpen uint64
+	// Bypassed counts the Errors that did not ask Redis because the
+	// breaker was open (ErrBreakerOpen).
+	Bypassed uint64
+	// BreakerOpens counts the times the breaker opened after
+	// Options.BreakerThreshold consecutive Redis failures (a failed probe
+	// keeps it open and is not counted again). Release, Refresh and Reset
+	// go through the same breaker.
+	BreakerOpens uint64
 }
 
 // counters are a limiter's Stats, updated atomically.
 type counters struct {
-	allowed, refused, errors, failedOpen atomic.Uint64
+	allowed, refused, errors, failedOpen, bypassed atomic.Uint64
 }
 
 // count records the outcome of one call.
 func (c *counters) count(allowed bool, err error) {
+	if err != nil && errors.Is(err, ErrBreakerOpen) {
+		c.bypassed.Add(1)
+	}
 	switch {
 	case err != nil && allowed:
 		c.errors.Add(1)
@@ -41,12 +55,15 @@ func (c *counters) count(allowed bool, err error) {
 	}
 }
 
-func (c *counters) stats() Stats {
-	return Stats{Allowed: c.allowed.Load(), Refused: c.refused.Load(), Errors: c.errors.Load(), FailedOpen: c.failedOpen.Load()}
+func (c *counters) stats(g *guard) Stats {
+	return Stats{
+		Allowed: c.allowed.Load(), Refused: c.refused.Load(), Errors: c.errors.Load(), FailedOpen: c.failedOpen.Load(),
+		Bypassed: c.bypassed.Load(), BreakerOpens: g.br.opens.Load(),
+	}
 }
 
-func (l *limiter) Stats() Stats { return l.ctr.stats() }
+func (l *limiter) Stats() Stats { return l.ctr.stats(l.g) }
 
 // Stats returns the Semaphore's counts: Allowed are leases given, Refused
 // attempts that found every slot taken.
-func (s *Semaphore) Stats() Stats { return s.ctr.stats() }
+func (s *Semaphore) Stats() Stats { return s.ctr.stats(s.g) }

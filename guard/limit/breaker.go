@@ -1,0 +1,187 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// guard is the one door of a limiter's Redis calls: it bounds each call
+// with the limiter's own deadline and keeps the breaker. Every field but
+// the breaker's state is set by the constructor and never changes.
+type guard struct {
+	timeout time.Duration // <= 0: no deadline of the limiter's own
+	// inline is true when the client's socket reads and writes end at the
+	// context's deadline (ContextTimeoutEnabled): a call is then made on
+	// the caller's goroutine. Otherwise a stalled read would last the
+	// client's ReadTimeout whatever the context says, so the call runs on
+	// a goroutine of its own that the caller stops waiting for at the
+	// deadline.
+	inline bool
+	br     breaker
+}
+
+// newGuard returns the guard of a limiter on client with the options o
+// (already defaulted by Options.init).
+func newGuard(client Client, o Options) *guard {
+	return &guard{
+		timeout: o.Timeout,
+		inline:  honoursDeadline(client),
+		br:      breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown},
+	}
+}
+
+// do makes one Redis call through the breaker, under the limiter's
+// deadline (or the caller's, when that is sooner). It returns an error
+// wrapping ErrBreakerOpen, without calling, while the breaker is open.
+// call must keep what it reads in variables of its caller, which may read
+// them once do returned nil.
+func (g *guard) do(ctx context.Context, call func(context.Context) error) error {
+	if !g.br.allow() {
+		return ErrBreakerOpen
+	}
+	err := g.bounded(ctx, call)
+	switch {
+	case err == nil:
+		g.br.success()
+	case ctx.Err() != nil:
+		// The caller gave up: that says nothing about Redis. A probe
+		// that ends so leaves the breaker half-open; another probe goes
+		// after another cooldown.
+	case unavailable(err):
+		g.br.failure()
+	default:
+		g.br.success() // the server answered, with an error of its own
+	}
+	return err
+}
+
+func (g *guard) bounded(ctx context.Context, call func(context.Context) error) error {
+	if g.timeout <= 0 {
+		return call(ctx)
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > g.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
+	if g.inline {
+		return call(ctx)
+	}
+	done := make(chan error, 1) // never blocks the call's goroutine
+	go func() { done <- call(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// The call may still reach Redis, and a script may still count
+		// its calls: like any call that times out, it is undecided.
+		return ctx.Err()
+	}
+}
+
+// retryAfter returns how long until the breaker lets a probe through; 0
+// when it is closed.
+func (g *guard) retryAfter() time.Duration {
+	u := g.br.openUntil.Load()
+	if u == 0 {
+		return 0
+	}
+	return max(time.Duration(u-g.br.now()), 0)
+}
+
+// honoursDeadline reports whether client's socket reads and writes end at
+// the context's deadline.
+func honoursDeadline(client Client) bool {
+	ok := func(enabled bool, read, write time.Duration) bool {
+		// -2 disables SetReadDeadline / SetWriteDeadline altogether.
+		return enabled && read != -2 && write != -2
+	}
+	switch c := client.(type) {
+	case *redis.Client:
+		o := c.Options()
+		return ok(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
+	case *redis.ClusterClient:
+		o := c.Options()
+		return ok(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
+	}
+	return false
+}
+
+// unavailable reports whether err says that Redis could not serve a call
+// (a breaker failure): every error but a server's reply (timeouts, refused
+// or broken connections, a closed client, an exhausted pool), and the
+// replies of a server that cannot serve yet. A script error or any other
+// reply is the server at work: no failure.
+func unavailable(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return true
+	}
+	for _, p := range [...]string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// breaker stops calls to a failing Redis. After threshold consecutive
+// failures it opens for cooldown; then one caller at a time probes Redis
+// (half-open): a success closes it, a failure opens it again for another
+// cooldown. A probe that reports nothing (its caller's context ended)
+// lets another probe through after another cooldown.
+type breaker struct {
+	threshold int64            // <= 0: never opens
+	cooldown  time.Duration    // open period
+	fails     atomic.Int64     // consecutive failures
+	openUntil atomic.Int64     // Unix nanoseconds; 0 = closed
+	opens     atomic.Uint64    // times it went from closed to open
+	clock     func() time.Time // nil: time.Now; tests set it before any call
+}
+
+// now returns the clock's time in Unix nanoseconds.
+func (b *breaker) now() int64 {
+	if b.clock != nil {
+		return b.clock().UnixNano()
+	}
+	return time.Now().UnixNano()
+}
+
+// allow reports whether a Redis call may be made. It is one atomic load
+// while the breaker is closed.
+func (b *breaker) allow() bool {
+	u := b.openUntil.Load()
+	if u == 0 {
+		return true
+	}
+	now := b.now()
+	if now < u {
+		return false
+	}
+	// Half-open: the caller that moves the deadline is the probe.
+	return b.openUntil.CompareAndSwap(u, now+int64(b.cooldown))
+}
+
+// success records a call that Redis answered; it closes the breaker.
+// Two atomic loads when nothing failed.
+func (b *breaker) success() {
+	if b.fails.Load() != 0 {
+		b.fails.Store(0)
+	}
+	if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+	}
+}
+
+// failure records a call that Redis did not answer.
+func (b *breaker) failure() {
+	if b.fails.Add(1) >= b.threshold && b.threshold > 0 {
+		if b.openUntil.Swap(b.now()+int64(b.cooldown)) == 0 {
+			b.opens.Add(1)
+		}
+	}
+}
