@@ -20,8 +20,12 @@
 // for an allowed one.
 //
 // When the limiter fails (Redis down) the request gets the status
-// StatusOf maps the error to, 503 Service Unavailable by default, without
-// reaching the handler; a limiter made with limit.Options.FailOpen lets it
-// through instead. StatusOf also maps the errors of the limit package for
+// StatusOf maps the error to, 503 Service Unavailable with Retry-After by
+// default, without reaching the handler; a limiter made with
+// limit.Options.FailOpen lets it through instead. Either way the answer
+// is quick: the limiter bounds each Redis call (limit.Options.Timeout),
+// and after a few consecutive failures its breaker answers every request
+// at once, without asking Redis, until a probe finds Redis back
+// (Retry-After is then the time until that probe, at least 1 s). StatusOf also maps the errors of the limit package for
 // handlers that call a limiter themselves.
 package httplimit

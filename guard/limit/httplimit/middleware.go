@@ -24,7 +24,9 @@ type Options struct {
 	Window time.Duration
 	// OnError writes the response when the key or the limiter fails.
 	// Default: the status StatusOf maps err to, with its text as the body.
-	// It is not called for a limiter with FailOpen (the request is served).
+	// For a limiter error that maps to 503, Retry-After is already set
+	// when it is called. It is not called for a limiter with FailOpen (the
+	// request is served).
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
 	// OnLimited writes the body of a refused request, after the status 429
 	// and the headers are set. Default: "Too Many Requests".
@@ -95,6 +97,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // Redis failed, the limiter lets calls through
 			return
 		case err != nil:
+			if StatusOf(err) == http.StatusServiceUnavailable {
+				// Redis failed, or the limiter's breaker is open (then
+				// RetryAfter is the time until it probes Redis again).
+				w.Header().Set("Retry-After", strconv.FormatInt(max(seconds(res.RetryAfter), 1), 10))
+			}
 			m.onError(w, r, err)
 			return
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/guard/limit/httplimit"
+	"github.com/asidekit/asidekit/internal/faultproxy"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -233,5 +234,53 @@ func TestStatusOf(t *testing.T) {
 		if got := httplimit.StatusOf(err); got != want {
 			t.Errorf("StatusOf(%v) = %d, want %d", err, got, want)
 		}
+	}
+}
+
+// With Redis stalled and a fail-closed limiter, requests are answered 503
+// with Retry-After: the first few at the limiter's deadline (not the
+// client's 3 s read timeout), then, with its breaker open, without asking
+// Redis at all.
+func TestMiddleware_redisStalled(t *testing.T) {
+	r := testcontainers.Redis(t)
+	if r.Cluster {
+		t.Skip("one proxy in front of one standalone server")
+	}
+	p, err := faultproxy.New(r.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	defer c.Close()
+	const threshold = 2
+	lim, err := limit.NewGCRA(c, limit.GCRA{Rate: limit.PerMinute(5)}, &limit.Options{
+		Namespace: r.Namespace, Timeout: 300 * time.Millisecond, BreakerThreshold: threshold, BreakerCooldown: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.New(lim, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s served
+	h := mw.Handler(&s)
+	if rec := get(t, h, "192.0.2.1:1"); rec.Code != http.StatusOK {
+		t.Fatalf("Redis up: status %d", rec.Code)
+	}
+	p.Stall()
+	for i := range threshold + 20 {
+		rec := get(t, h, "192.0.2.1:1")
+		ra, _ := strconv.Atoi(rec.Header().Get("Retry-After"))
+		if rec.Code != http.StatusServiceUnavailable || ra < 1 {
+			t.Fatalf("request %d with Redis stalled: status %d, Retry-After %q; want 503 with Retry-After", i, rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if i >= threshold && ra < 3000 {
+			t.Fatalf("request %d, breaker open: Retry-After %d, want the cooldown's rest (about 3600)", i, ra)
+		}
+	}
+	if st := lim.Stats(); st.Bypassed != 20 || st.BreakerOpens != 1 || s.n.Load() != 1 {
+		t.Fatalf("Stats %+v, served %d; want 20 bypassed, the handler reached only before the stall", st, s.n.Load())
 	}
 }
