@@ -17,6 +17,7 @@ type feed[T any, ID comparable] struct {
 
 func (f *feed[T, ID]) Table() string                           { return f.c.sch.Table }
 func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error { return f.base.InvalidateAll(ctx) }
+func (f *feed[T, ID]) Ping(ctx context.Context) error          { return f.c.cache.Client().Ping(ctx).Err() }
 
 // RebuildFilter rebuilds the Bloom filters (a lost slot lost inserts:
 // the filters may lack their keys, however complete they were); without

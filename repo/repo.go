@@ -31,6 +31,7 @@ type core[T any, ID comparable] struct {
 	pk    *schema.Field
 	idKey idCodec[ID]
 	ent   *cacheaside.Entity[T]
+	cache *cacheaside.Cache // the entities' cache
 	// byKey is Get's loader outside a transaction, made once (nil for ids
 	// that cannot be parsed back from their cache id: Get then makes one
 	// per call).
@@ -99,6 +100,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 		sch:               sch,
 		pk:                pk,
 		idKey:             idKey,
+		cache:             cache,
 		batch:             o.BatchSize,
 		reportAfterCommit: o.AfterCommitErrors,
 	}

@@ -21,6 +21,8 @@ type Table interface {
 	// RebuildFilter rebuilds the Bloom filters from the table; without
 	// filters it does nothing.
 	RebuildFilter(ctx context.Context) error
+	// Ping reports whether the cache's Redis answers.
+	Ping(ctx context.Context) error
 }
 
 // tables maps the address of a registered repository to its Table. The

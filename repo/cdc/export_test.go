@@ -1,5 +1,7 @@
 package cdc
 
+import "time"
+
 // SetAfterApply installs a hook that runs after a transaction's changes
 // were applied and before its position counts as applied.
 func SetAfterApply(inv *Invalidator, f func(end LSN) error) { inv.afterApply = f }
@@ -7,6 +9,12 @@ func SetAfterApply(inv *Invalidator, f func(end LSN) error) { inv.afterApply = f
 // IgnoreVisibility makes inv apply transactions as soon as they are
 // decoded, visible to other sessions or not (the rule switched off).
 func IgnoreVisibility(inv *Invalidator) { inv.ignoreVisibility = true }
+
+// SetRetryBackoff makes every wait of inv between two tries to apply d,
+// and with probe false waits it out even when Redis answers meanwhile.
+func SetRetryBackoff(inv *Invalidator, d time.Duration, probe bool) {
+	inv.retryBackoff, inv.noRedisProbe = d, !probe
+}
 
 // OnInvisible installs a hook that runs when the applier starts waiting
 // for a decoded transaction to become visible.

@@ -53,6 +53,11 @@ type Invalidator struct {
 	// applier starts waiting for a transaction to become visible.
 	ignoreVisibility bool
 	onInvisible      func()
+	// retryBackoff, when set (by tests), is every wait between two tries
+	// to apply; noRedisProbe, for tests only, waits them out whether or
+	// not Redis answers meanwhile.
+	retryBackoff time.Duration
+	noRedisProbe bool
 }
 
 // New returns an Invalidator of the database at dsn (a URL or key=value

@@ -253,9 +253,15 @@ func (a *applier) apply(ctx context.Context) error {
 
 // retry runs fn until it succeeds or ctx ends, with exponential backoff
 // up to MaxBackoff, counting each failure. The reader keeps the
-// connection alive meanwhile, reporting the unchanged position.
+// connection alive meanwhile, reporting the unchanged position. While it
+// waits, it pings the cache's Redis every redisProbe: when Redis answers
+// again, fn is tried at once, not after what is left of the backoff, so
+// the writes made during an outage reach the cache as soon as it is back.
 func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) error) error {
 	b := backoff.New(minBackoff, inv.o.MaxBackoff)
+	if inv.retryBackoff != 0 {
+		b = backoff.New(inv.retryBackoff, inv.retryBackoff)
+	}
 	for {
 		err := fn(ctx)
 		if err == nil {
@@ -265,8 +271,42 @@ func (inv *Invalidator) retry(ctx context.Context, fn func(context.Context) erro
 			return ctx.Err()
 		}
 		inv.ctr.fail(err, false)
-		if err := b.Wait(ctx); err != nil {
+		if err := inv.waitOrRedis(ctx, b.Next()); err != nil {
 			return err
+		}
+	}
+}
+
+// redisProbe is how often retry pings Redis while it waits.
+const redisProbe = 50 * time.Millisecond
+
+// waitOrRedis waits d, or less: until a ping of a registered target's
+// Redis succeeds. While Redis is down the backoff spaces the attempts; a
+// failure with Redis up (an error reply) is retried every redisProbe.
+func (inv *Invalidator) waitOrRedis(ctx context.Context, d time.Duration) error {
+	inv.mu.Lock()
+	var t rowchange.Table
+	if len(inv.targets) > 0 {
+		t = inv.targets[0]
+	}
+	inv.mu.Unlock()
+	if t == nil || d <= redisProbe || inv.noRedisProbe {
+		return backoff.Sleep(ctx, d)
+	}
+	end := time.Now().Add(d)
+	for {
+		left := time.Until(end)
+		if left <= 0 {
+			return nil
+		}
+		if err := backoff.Sleep(ctx, min(left, redisProbe)); err != nil {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, redisProbe)
+		err := t.Ping(pctx)
+		cancel()
+		if err == nil {
+			return nil // Redis answers: try now
 		}
 	}
 }
