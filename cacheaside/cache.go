@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asidekit/asidekit/internal/keys"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/breaker"
+	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // Options configure a Cache. A nil *Options means all defaults.
@@ -68,7 +70,7 @@ type Cache struct {
 	writeTimeout time.Duration
 	channel      string        // value-ready notifications
 	recheck      time.Duration // waiters' fallback re-check period
-	br           breaker
+	br           breaker.Breaker
 	hub          hub
 	retry        retrier
 	localMode    LocalInvalidation
@@ -121,12 +123,12 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		recheck:      defaultRecheck,
 		localMode:    o.LocalInvalidation,
 	}
-	c.br = breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown}
+	c.br = breaker.Breaker{Threshold: int64(o.BreakerThreshold), Cooldown: o.BreakerCooldown}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c
 	c.retry.poke = make(chan struct{}, 1)
-	c.br.recovered = c.retry.wake
+	c.br.Recovered = c.retry.wake
 	return c, nil
 }
 
@@ -177,13 +179,13 @@ func (c *Cache) detached(ctx context.Context, timeout time.Duration) (context.Co
 // neither (and is returned as the context's error).
 func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr error) {
 	if err == nil || err == redis.Nil {
-		c.br.success()
+		c.br.Success()
 		return false, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return false, cerr
 	}
-	c.br.failure()
+	c.br.Failure()
 	return true, nil
 }
 

@@ -160,7 +160,7 @@ const maxJoinAttempts = 3
 // get is one attempt of Get; share says whether it may join (or start)
 // a load shared with other callers.
 func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (v T, retry bool, err error) {
-	if !e.c.br.allow() || e.c.retry.holds(key) {
+	if !e.c.br.Allow() || e.c.retry.holds(key) {
 		// Redis is down, or may still hold what an invalidation of key
 		// that failed must remove: load, uncached.
 		e.ctr.inc(EventBypass)

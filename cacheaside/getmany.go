@@ -73,7 +73,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 	if len(items) == 0 {
 		return out, nil
 	}
-	if !e.c.br.allow() {
+	if !e.c.br.Allow() {
 		e.ctr.inc(EventBypass)
 		return e.loadManyDirect(ctx, items, load, out)
 	}

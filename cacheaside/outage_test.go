@@ -141,7 +141,7 @@ func TestOutage_invalidationRetried(t *testing.T) {
 	if c.retry.size() != 1 {
 		t.Fatal("the invalidation was retried while the breaker was open")
 	}
-	c.br.success() // Redis is back: close the breaker
+	c.br.Success() // Redis is back: close the breaker
 	waitFor(t, 20*time.Second, func() bool { return c.retry.size() == 0 })
 	if client.Exists(ctx, "outage:{user:1}").Val() != 0 {
 		t.Fatal("the retried invalidation did not delete the entry")

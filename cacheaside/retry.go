@@ -149,7 +149,7 @@ func (r *retrier) loop() {
 		}
 		var failed []pending
 		var err error
-		if r.c.br.allow() {
+		if r.c.br.Allow() {
 			ctx, cancel := context.WithTimeout(r.c.base, retryTimeout)
 			failed, err = invalidate(ctx, r.c, batch)
 			if err != nil {
@@ -191,7 +191,7 @@ func (r *retrier) final() {
 	r.n.Store(0)
 	r.running = false
 	r.mu.Unlock()
-	if len(batch) == 0 || !r.c.br.allow() {
+	if len(batch) == 0 || !r.c.br.Allow() {
 		return
 	}
 	for _, p := range batch {

@@ -23,7 +23,7 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 		return err
 	}
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
-	if e.c.br.allow() {
+	if e.c.br.Allow() {
 		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, entry, px).Err()
 		if e.redisResult(ctx, err) == nil {
 			return nil
@@ -61,7 +61,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr})
 	}
 	defer e.local.wrotePending(ctx, todo) // near cache: drop ours (and announce) once Redis has the write
-	if !e.c.br.allow() {
+	if !e.c.br.Allow() {
 		e.ctr.inc(EventBypass)
 		e.c.retry.add(todo)
 		return fmt.Errorf("%w: %s: breaker open", ErrInvalidationPending, e.name)
@@ -84,7 +84,7 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	}
 	err := script.RunMany(ctx, c.client, calls)
 	if err == nil {
-		c.br.success()
+		c.br.Success()
 		return nil, nil
 	}
 	var failed []pending

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/breaker"
 	"github.com/asidekit/asidekit/internal/keys"
 )
 
@@ -69,8 +70,8 @@ type Generator struct {
 	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
 	spares  map[string]*spare  // guarded by mu: segments to issue from while Redis is down, by biz
 
-	brk        breaker
-	noFallback bool // tests only: fail instead of issuing from the DB when Redis is down
+	brk        breaker.Breaker // over Redis calls (redisCall)
+	noFallback bool            // tests only: fail instead of issuing from the DB when Redis is down
 
 	ctr counters
 }
@@ -99,7 +100,7 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Generator, 
 		id:      hex.EncodeToString(b[:]),
 		flights: make(map[string]*flight),
 		spares:  make(map[string]*spare),
-		brk:     breaker{threshold: o.BreakerFailures, cooldown: o.BreakerCooldown},
+		brk:     breaker.Breaker{Threshold: int64(o.BreakerFailures), Cooldown: o.BreakerCooldown},
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil

@@ -3,10 +3,11 @@ package limit
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/breaker"
 )
 
 // guard is the one door of a limiter's Redis calls: it bounds each call
@@ -21,7 +22,7 @@ type guard struct {
 	// a goroutine of its own that the caller stops waiting for at the
 	// deadline.
 	inline bool
-	br     breaker
+	br     breaker.Breaker
 }
 
 // newGuard returns the guard of a limiter on client with the options o
@@ -30,7 +31,7 @@ func newGuard(client Client, o Options) *guard {
 	return &guard{
 		timeout: o.Timeout,
 		inline:  honoursDeadline(client),
-		br:      breaker{threshold: int64(o.BreakerThreshold), cooldown: o.BreakerCooldown},
+		br:      breaker.Breaker{Threshold: int64(o.BreakerThreshold), Cooldown: o.BreakerCooldown},
 	}
 }
 
@@ -40,21 +41,21 @@ func newGuard(client Client, o Options) *guard {
 // call must keep what it reads in variables of its caller, which may read
 // them once do returned nil.
 func (g *guard) do(ctx context.Context, call func(context.Context) error) error {
-	if !g.br.allow() {
+	if !g.br.Allow() {
 		return ErrBreakerOpen
 	}
 	err := g.bounded(ctx, call)
 	switch {
 	case err == nil:
-		g.br.success()
+		g.br.Success()
 	case ctx.Err() != nil:
 		// The caller gave up: that says nothing about Redis. A probe
 		// that ends so leaves the breaker half-open; another probe goes
 		// after another cooldown.
 	case unavailable(err):
-		g.br.failure()
+		g.br.Failure()
 	default:
-		g.br.success() // the server answered, with an error of its own
+		g.br.Success() // the server answered, with an error of its own
 	}
 	return err
 }
@@ -85,13 +86,7 @@ func (g *guard) bounded(ctx context.Context, call func(context.Context) error) e
 
 // retryAfter returns how long until the breaker lets a probe through; 0
 // when it is closed.
-func (g *guard) retryAfter() time.Duration {
-	u := g.br.openUntil.Load()
-	if u == 0 {
-		return 0
-	}
-	return max(time.Duration(u-g.br.now()), 0)
-}
+func (g *guard) retryAfter() time.Duration { return g.br.RetryAfter() }
 
 // honoursDeadline reports whether client's socket reads and writes end at
 // the context's deadline.
@@ -127,61 +122,4 @@ func unavailable(err error) bool {
 		}
 	}
 	return false
-}
-
-// breaker stops calls to a failing Redis. After threshold consecutive
-// failures it opens for cooldown; then one caller at a time probes Redis
-// (half-open): a success closes it, a failure opens it again for another
-// cooldown. A probe that reports nothing (its caller's context ended)
-// lets another probe through after another cooldown.
-type breaker struct {
-	threshold int64            // <= 0: never opens
-	cooldown  time.Duration    // open period
-	fails     atomic.Int64     // consecutive failures
-	openUntil atomic.Int64     // Unix nanoseconds; 0 = closed
-	opens     atomic.Uint64    // times it went from closed to open
-	clock     func() time.Time // nil: time.Now; tests set it before any call
-}
-
-// now returns the clock's time in Unix nanoseconds.
-func (b *breaker) now() int64 {
-	if b.clock != nil {
-		return b.clock().UnixNano()
-	}
-	return time.Now().UnixNano()
-}
-
-// allow reports whether a Redis call may be made. It is one atomic load
-// while the breaker is closed.
-func (b *breaker) allow() bool {
-	u := b.openUntil.Load()
-	if u == 0 {
-		return true
-	}
-	now := b.now()
-	if now < u {
-		return false
-	}
-	// Half-open: the caller that moves the deadline is the probe.
-	return b.openUntil.CompareAndSwap(u, now+int64(b.cooldown))
-}
-
-// success records a call that Redis answered; it closes the breaker.
-// Two atomic loads when nothing failed.
-func (b *breaker) success() {
-	if b.fails.Load() != 0 {
-		b.fails.Store(0)
-	}
-	if b.openUntil.Load() != 0 {
-		b.openUntil.Store(0)
-	}
-}
-
-// failure records a call that Redis did not answer.
-func (b *breaker) failure() {
-	if b.fails.Add(1) >= b.threshold && b.threshold > 0 {
-		if b.openUntil.Swap(b.now()+int64(b.cooldown)) == 0 {
-			b.opens.Add(1)
-		}
-	}
 }

@@ -108,7 +108,7 @@ func TestLimiter_breaker(t *testing.T) {
 				}
 				lim := l.(*limiter)
 				clock := &fakeClock{t: time.Now()}
-				lim.g.br.clock = clock.now
+				lim.g.br.Clock = clock.now
 				byPolicy := func(res Result, err error) bool {
 					if failOpen {
 						return res.Allowed && errors.Is(err, ErrFailedOpen)
@@ -191,7 +191,7 @@ func TestLimiter_breaker(t *testing.T) {
 						break
 					}
 				}
-				if lim.g.br.openUntil.Load() != 0 {
+				if lim.g.br.Open() {
 					t.Fatal("a probe succeeded and the breaker is still open")
 				}
 				// Exact again, on a fresh key: 3 allowed, then refused.

@@ -58,7 +58,7 @@ func (c *counters) count(allowed bool, err error) {
 func (c *counters) stats(g *guard) Stats {
 	return Stats{
 		Allowed: c.allowed.Load(), Refused: c.refused.Load(), Errors: c.errors.Load(), FailedOpen: c.failedOpen.Load(),
-		Bypassed: c.bypassed.Load(), BreakerOpens: g.br.opens.Load(),
+		Bypassed: c.bypassed.Load(), BreakerOpens: g.br.Opens(),
 	}
 }
 
