@@ -79,6 +79,7 @@ func New(cfg Config) (*Kit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	warnClient(cfg.Redis)
 	return &Kit{cfg: cfg, cache: c}, nil
 }
 
