@@ -193,5 +193,11 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 // that should live on the same Redis (a Bloom filter, for one).
 func (c *Cache) Client() redis.UniversalClient { return c.client }
 
+// PendingInvalidations returns how many invalidations failed (Redis
+// unreachable or too slow) and wait for the background retry. Until one
+// is applied this process reads its id from the loader, uncached; a
+// service can wait for 0 before it reports ready after a bulk write.
+func (c *Cache) PendingInvalidations() int { return c.retry.size() }
+
 // Namespace returns the namespace that prefixes the Cache's keys.
 func (c *Cache) Namespace() string { return c.ns }

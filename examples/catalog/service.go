@@ -60,6 +60,7 @@ type Service struct {
 	backend  string
 	db       *gorm.DB
 	rdb      *redis.Client
+	cache    *cacheaside.Cache
 	products *repo.Repository[Product, string]
 	orders   *seqgen.Generator
 	limiter  limit.Limiter
@@ -97,6 +98,7 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, kit.Close)
+	s.cache = kit.Cache()
 	s.products, err = repo.New[Product, string](s.db, kit.Cache(), &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex},
 		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1_000_000, FalsePositiveRate: 0.01}),
@@ -104,12 +106,21 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.orders, err = kit.Generator(&seqgen.Options{Location: time.UTC}); err != nil {
+	s.closers = append(s.closers, s.products.Close)
+	// Redis calls are bounded by the packages' own deadlines (250 ms and
+	// less), which an in-process miniredis on a busy machine can pass: it
+	// runs every script in a fresh Lua VM under one lock. Embedded, they
+	// wait as long as it takes.
+	sopts, lopts := &seqgen.Options{Location: time.UTC}, &limit.Options{}
+	if cfg.RedisAddr == "" {
+		sopts.RedisTimeout, lopts.Timeout = time.Minute, -1
+	}
+	if s.orders, err = kit.Generator(sopts); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, s.orders.Close)
 	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: limit.PerSecond(cfg.PerIPRate), Burst: cfg.PerIPBurst},
-		kit.LimitOptions(nil))
+		kit.LimitOptions(lopts))
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +139,10 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 // openBackends opens Redis and the database, embedded or real.
 func (s *Service) openBackends(cfg Config) error {
 	addr, redisName := cfg.RedisAddr, "redis "+cfg.RedisAddr
-	ropts := &redis.Options{Addr: addr}
+	// Timeouts that let no stalled Redis stall a request (see
+	// asidekit.RecommendedTimeout).
+	ropts := &redis.Options{Addr: addr, DialTimeout: asidekit.RecommendedTimeout, ReadTimeout: asidekit.RecommendedTimeout,
+		WriteTimeout: asidekit.RecommendedTimeout, ContextTimeoutEnabled: true, MinIdleConns: 4}
 	if addr == "" {
 		mr := miniredis.NewMiniRedis()
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
@@ -188,7 +202,17 @@ func (s *Service) seed(ctx context.Context, n int) error {
 	for i := range ps {
 		ps[i] = Product{ID: fmt.Sprint("p", i+1), Slug: fmt.Sprint("product-", i+1), Name: fmt.Sprint("Product ", i+1), PriceCents: int64(100 * (i%50 + 1))}
 	}
-	return s.products.CreateMany(ctx, ps)
+	if err := s.products.CreateMany(ctx, ps); err != nil {
+		return err
+	}
+	// The rows are in. Their invalidations (which clear any cached "not
+	// found") may have timed out on a slow Redis: they are retried in the
+	// background, and until then reads of those ids skip the cache. Wait
+	// for them before serving.
+	for s.cache.PendingInvalidations() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return ctx.Err()
 }
 
 // Backend describes the backends, e.g. "miniredis + SQLite".
