@@ -158,6 +158,14 @@ func (e *repoEnv) users(t *testing.T, o repo.Options) *repo.Repository[sample.Us
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = r.Close() })
+	// Filters complete before the test counts statements: a new one
+	// rebuilds itself in the background at its first check otherwise.
+	if o.Filter != nil {
+		if err := r.WarmFilter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return r
 }
 
@@ -169,6 +177,14 @@ func (e *repoEnv) listings(t *testing.T, o repo.Options) *repo.Repository[sample
 	r, err := repo.New[sample.Listing, int64](e.db, e.cache, &o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	// Filters complete before the test counts statements: a new one
+	// rebuilds itself in the background at its first check otherwise.
+	if o.Filter != nil {
+		if err := r.WarmFilter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return r
 }

@@ -108,6 +108,13 @@ func fixedClock(t time.Time) func() time.Time { return func() time.Time { return
 
 func newGen(t testing.TB, client redis.UniversalClient, db *gorm.DB, o *seqgen.Options) *seqgen.Generator {
 	t.Helper()
+	// miniredis runs in process: there is no stall for RedisTimeout to
+	// guard against, and on a busy machine its scripts can pass 200 ms.
+	// (Its keys never expire on their own, so a lease left by a call that
+	// passed its deadline would hold every caller until the end.)
+	if o.RedisTimeout == 0 {
+		o.RedisTimeout = time.Minute
+	}
 	g, err := seqgen.New(client, db, o)
 	if err != nil {
 		t.Fatal(err)
