@@ -72,10 +72,10 @@ func (r *upkeepRetrier) queue(failed *rowchange.Work, err error) {
 			"keys", failed.Len(), "err", err)
 		return
 	}
-	slog.Warn("asidekit: cache upkeep after a commit failed; retrying in the background",
-		"keys", failed.Len(), "err", err)
 	r.pending.Merge(failed)
-	if !r.running {
+	if !r.running { // the first failure of a streak: one line, not one per write
+		slog.Warn("asidekit: cache upkeep after a commit failed; retrying in the background",
+			"keys", failed.Len(), "err", err)
 		r.running = true
 		go r.loop()
 	}
@@ -103,6 +103,8 @@ func (r *upkeepRetrier) loop() {
 		if r.pending.Len() == 0 {
 			r.running = false
 			r.mu.Unlock()
+			slog.Info("asidekit: cache upkeep after commits applied by the background retry",
+				"retried", r.retried.Load(), "failures", r.failures.Load())
 			return
 		}
 		r.mu.Unlock()
