@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // Reads and schema changes. pgx prepares each statement once per
@@ -17,11 +18,15 @@ import (
 // type: a read outside a transaction that fails so is retried once
 // (retryPlan).
 
-// selectCols is the SELECT list of a row read: T's readable columns.
-func (c *core[T, ID]) selectCols() clause.Select {
-	cols := make([]clause.Column, 0, len(c.sch.DBNames))
-	for _, name := range c.sch.DBNames {
-		if c.sch.FieldsByDBName[name].Readable {
+// selectCols is the SELECT list of a row read: T's readable columns,
+// made once by New.
+func (c *core[T, ID]) selectCols() clause.Select { return c.readCols }
+
+// readColumns returns the SELECT list of T's readable columns.
+func readColumns(sch *schema.Schema) clause.Select {
+	cols := make([]clause.Column, 0, len(sch.DBNames))
+	for _, name := range sch.DBNames {
+		if sch.FieldsByDBName[name].Readable {
 			cols = append(cols, clause.Column{Table: clause.CurrentTable, Name: name})
 		}
 	}

@@ -46,7 +46,8 @@ type core[T any, ID comparable] struct {
 	softDel *schema.Field
 	// claimErr is why New could not check the entity's owner (Claim).
 	claimErr error
-	shape    shape // of the cache, for planChange
+	shape    shape         // of the cache, for planChange
+	readCols clause.Select // the SELECT list of a row read (selectCols)
 	// reportAfterCommit is Options.AfterCommitErrors.
 	reportAfterCommit bool
 }
@@ -136,6 +137,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.shape = c.shapeOf()
+	c.readCols = readColumns(sch)
 	r := &Repository[T, ID]{c: c}
 	rowchange.Register(r, &feed[T, ID]{c: c, base: &Repository[T, ID]{c: c}})
 	return r, nil
