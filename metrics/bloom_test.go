@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/metrics"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -144,53 +145,8 @@ func series(t *testing.T, g prometheus.Gatherer, name string) bool {
 	return false
 }
 
-// logs captures what log/slog's default logger receives until the test
-// ends.
-type logs struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func captureLogs(t *testing.T) *logs {
-	t.Helper()
-	l := &logs{}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(l))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return l
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logs) WithGroup(string) slog.Handler            { return l }
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recs = append(l.recs, r.Clone())
-	return nil
-}
-
-// at returns the messages logged at level, each with its attributes.
-func (l *logs) at(level slog.Level) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, r := range l.recs {
-		if r.Level != level {
-			continue
-		}
-		line := r.Message
-		r.Attrs(func(a slog.Attr) bool {
-			line += " " + a.String()
-			return true
-		})
-		out = append(out, line)
-	}
-	return out
-}
-
 func TestBloomCollector_failedReadKeepsScrape(t *testing.T) {
-	logs := captureLogs(t)
+	logs := testkit.CaptureLogs(t)
 	f := &flakyFilter{err: errors.New("redis down")}
 	reg := registry(t, metrics.NewBloomCollector("broken", f))
 	for range 3 {
@@ -207,7 +163,7 @@ func TestBloomCollector_failedReadKeepsScrape(t *testing.T) {
 	if series(t, reg, "asidekit_bloom_fill_ratio") {
 		t.Error("a fill ratio exported before any read succeeded")
 	}
-	warns := logs.at(slog.LevelWarn)
+	warns := logs.At(slog.LevelWarn, "")
 	if len(warns) != 1 || !strings.Contains(warns[0], "redis down") || !strings.Contains(warns[0], "filter=broken") {
 		t.Fatalf("warnings %q, want one naming the filter and the cause", warns)
 	}
@@ -216,13 +172,13 @@ func TestBloomCollector_failedReadKeepsScrape(t *testing.T) {
 	if up := gauge(t, reg, "asidekit_bloom_up", "filter", "broken"); up != 1 {
 		t.Errorf("up = %v once reads succeed", up)
 	}
-	if infos := logs.at(slog.LevelInfo); len(infos) != 1 || !strings.Contains(infos[0], "failures=6") {
+	if infos := logs.At(slog.LevelInfo, ""); len(infos) != 1 || !strings.Contains(infos[0], "failures=6") {
 		t.Errorf("infos %q, want one recovery after the 6 failed Gathers", infos)
 	}
 }
 
 func TestBloomCollector_failedReadRepeatsLastValues(t *testing.T) {
-	captureLogs(t)
+	testkit.CaptureLogs(t)
 	f := &flakyFilter{stats: bloom.Stats{Bits: 1000, BitsSet: 600, Generation: 3, UntrustedChecks: 7}}
 	reg := registry(t, metrics.NewBloomCollector("slugs", f))
 	if v := gauge(t, reg, "asidekit_bloom_fill_ratio", "filter", "slugs"); v != 0.6 {
@@ -250,7 +206,7 @@ func (slowFilter) Stats(ctx context.Context) (bloom.Stats, error) {
 }
 
 func TestBloomCollector_timeout(t *testing.T) {
-	captureLogs(t)
+	testkit.CaptureLogs(t)
 	reg := registry(t, metrics.NewBloomCollectorWithOptions("slow", slowFilter{},
 		&metrics.BloomOptions{Timeout: time.Millisecond}))
 	if up := gauge(t, reg, "asidekit_bloom_up", "filter", "slow"); up != 0 {
@@ -261,7 +217,7 @@ func TestBloomCollector_timeout(t *testing.T) {
 // TestBloomCollector_redisOutage is the issue: /metrics must answer while
 // the filter's Redis is down.
 func TestBloomCollector_redisOutage(t *testing.T) {
-	logs := captureLogs(t)
+	logs := testkit.CaptureLogs(t)
 	srv := testcontainers.NewRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -286,7 +242,7 @@ func TestBloomCollector_redisOutage(t *testing.T) {
 	if up := gauge(t, reg, "asidekit_bloom_up", "filter", "slugs"); up != 0 {
 		t.Errorf("up = %v during the outage", up)
 	}
-	if warns := logs.at(slog.LevelWarn); len(warns) != 1 {
+	if warns := logs.At(slog.LevelWarn, ""); len(warns) != 1 {
 		t.Errorf("warnings %q, want one", warns)
 	}
 

@@ -1,7 +1,6 @@
 package cdc_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -9,60 +8,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/asidekit/asidekit/internal/faultproxy"
+	"github.com/asidekit/asidekit/internal/testkit"
 	"github.com/asidekit/asidekit/repo/cdc"
 	"github.com/asidekit/asidekit/testcontainers"
 )
-
-// logs captures what log/slog's default logger receives until the test
-// ends.
-type logs struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func captureLogs(t *testing.T) *logs {
-	t.Helper()
-	l := &logs{}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(l))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return l
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logs) WithGroup(string) slog.Handler            { return l }
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recs = append(l.recs, r.Clone())
-	return nil
-}
-
-// at returns the cdc messages logged at level, each with its attributes.
-func (l *logs) at(level slog.Level) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, r := range l.recs {
-		if r.Level != level || !strings.HasPrefix(r.Message, "asidekit: cdc:") {
-			continue
-		}
-		line := r.Message
-		r.Attrs(func(a slog.Attr) bool {
-			line += " " + a.String()
-			return true
-		})
-		out = append(out, line)
-	}
-	return out
-}
 
 // TestRun_notLogical_warnsOnce is issue 26: Run on a server without
 // wal_level=logical retried forever and said nothing.
@@ -75,7 +29,7 @@ func TestRun_notLogical_warnsOnce(t *testing.T) {
 	if level == "logical" {
 		t.Skip("the test server's wal_level is logical; TestRun_outage_warnsOnceThenInfo covers the logging")
 	}
-	logs := captureLogs(t)
+	logs := testkit.CaptureLogs(t)
 	inv, err := cdc.New(pg.DSN, &cdc.Options{Slot: "test_not_logical"})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +38,7 @@ func TestRun_notLogical_warnsOnce(t *testing.T) {
 	waitFor(t, "five failed attempts", func() bool { return inv.Stats().Errors >= 5 })
 	stop()
 
-	warns := logs.at(slog.LevelWarn)
+	warns := logs.At(slog.LevelWarn, "asidekit: cdc:")
 	if len(warns) != 1 {
 		t.Fatalf("warnings %q over %d attempts, want one", warns, inv.Stats().Errors)
 	}
@@ -116,19 +70,19 @@ func TestRun_outage_warnsOnceThenInfo(t *testing.T) {
 	p := pgProxy(t, e.dsn)
 	p.Cut()
 	e.dsn = proxiedDSN(t, e.dsn, p.Addr())
-	logs := captureLogs(t)
+	logs := testkit.CaptureLogs(t)
 	inv := e.invalidator(t, cdc.Options{})
 	stop := run(t, inv)
 	waitFor(t, "three failed attempts", func() bool { return inv.Stats().Errors >= 3 })
 	p.Heal()
-	waitFor(t, "an Info", func() bool { return len(logs.at(slog.LevelInfo)) > 0 })
+	waitFor(t, "an Info", func() bool { return len(logs.At(slog.LevelInfo, "asidekit: cdc:")) > 0 })
 	stop()
 
-	warns := logs.at(slog.LevelWarn)
+	warns := logs.At(slog.LevelWarn, "asidekit: cdc:")
 	if len(warns) != 1 || !strings.Contains(warns[0], "attempts=1") || !strings.Contains(warns[0], "slot="+e.slot) {
 		t.Errorf("warnings %q, want one, of the first attempt on the test's slot", warns)
 	}
-	infos := logs.at(slog.LevelInfo)
+	infos := logs.At(slog.LevelInfo, "asidekit: cdc:")
 	if len(infos) != 1 || !strings.Contains(infos[0], "applying") {
 		t.Errorf("infos %q, want one: applying again", infos)
 	}
