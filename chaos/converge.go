@@ -3,12 +3,14 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/backoff"
 	"gorm.io/gorm"
 )
 
@@ -136,7 +138,7 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 			max = len(rn.procs) // one per process
 		}
 		for r := 0; r < rn.cfg.Rounds && ctx.Err() == nil; r++ {
-			if err := rn.write(p0.id, p0.hot[si], OpUpdate, hotID(si)); err != nil {
+			if err := rn.burstWrite(ctx, p0, si); err != nil {
 				rn.logf("loads: the write before a burst failed: %v", err)
 				continue
 			}
@@ -160,6 +162,32 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 		}
 	}
 	return rounds
+}
+
+// burstWrite makes the write before a burst, trying again while it fails
+// (a pooled connection the faults broke, a breaker not yet closed) and
+// until p's cache holds no pending invalidation, which would send the
+// burst's reads past Redis.
+func (rn *run) burstWrite(ctx context.Context, p *process, si int) error {
+	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
+	written := false
+	for try := 0; try < 30; try++ {
+		if !written {
+			err := rn.write(p.id, p.hot[si], OpUpdate, hotID(si))
+			written = err == nil
+			if err != nil {
+				rn.logf("loads: the write before a burst failed, trying again: %v", err)
+			}
+		}
+		if written && p.cache.PendingInvalidations() == 0 {
+			return nil
+		}
+		if err := b.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("no clean write after 30 tries (written %v, %d invalidations pending)",
+		written, p.cache.PendingInvalidations())
 }
 
 func (rn *run) loadsOf(entity string) int {

@@ -17,9 +17,16 @@ func TestMain(m *testing.M) { testcontainers.Main(m) }
 // build breaks no promise.
 func TestRun(t *testing.T) {
 	pg := testcontainers.Postgres(t)
+	var progress bytes.Buffer
+	defer func() {
+		if t.Failed() {
+			t.Log("progress:\n" + progress.String())
+		}
+	}()
 	rep, err := Run(context.Background(), Config{
 		PostgresDSN: pg.DSN, Seed: 11, Duration: 10 * time.Second,
 		Procs: 2, Goroutines: 3, Keys: 3, Rounds: 2, OutDir: t.TempDir(),
+		Log: &progress,
 	})
 	if err != nil {
 		t.Fatal(err)
