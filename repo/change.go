@@ -15,9 +15,14 @@ type feed[T any, ID comparable] struct {
 	base *Repository[T, ID] // a view of its own, for InvalidateAll
 }
 
-func (f *feed[T, ID]) Table() string                           { return f.c.sch.Table }
-func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error { return f.base.InvalidateAll(ctx) }
-func (f *feed[T, ID]) Ping(ctx context.Context) error          { return f.c.cache.Client().Ping(ctx).Err() }
+func (f *feed[T, ID]) Table() string { return f.c.sch.Table }
+func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error {
+	if err := f.base.InvalidateAll(ctx); err != nil {
+		return err
+	}
+	return f.c.lists.invalidateAll(ctx) // every list of every declared query
+}
+func (f *feed[T, ID]) Ping(ctx context.Context) error { return f.c.cache.Client().Ping(ctx).Err() }
 
 // RebuildFilter rebuilds the Bloom filters (a lost slot lost inserts:
 // the filters may lack their keys, however complete they were); without

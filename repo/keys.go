@@ -22,7 +22,7 @@ func (c *core[T, ID]) keysOfRow(ctx context.Context, row *T) (*rowKeys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rowKeys{id: key, uks: uks}, nil
+	return &rowKeys{id: key, uks: uks, lists: c.lists.keysOf(ctx, reflect.ValueOf(row).Elem())}, nil
 }
 
 // uniqueKeysOf returns row's key in each lookup.
@@ -79,18 +79,36 @@ func (c *core[T, ID]) keysOf(ctx context.Context, vals map[string]any) (*rowKeys
 			}
 		}
 	}
+	qs := c.lists.all()
+	k.lists = make([]listKey, len(qs))
+	for i, q := range qs {
+		all := true
+		for _, f := range q.cols {
+			ok, err := set(f.DBName)
+			if err != nil {
+				return nil, err
+			}
+			all = all && ok
+		}
+		if all {
+			k.lists[i] = q.keyOf(ctx, rv)
+		}
+	}
 	return k, nil
 }
 
 // readBefore reads the keys of row id (cache id key) before a write that
-// replaces it. Without unique keys nothing is read, and the result is the
-// id alone ("the row may exist"); with them, nil means the row is absent.
+// replaces it. Without unique keys and declared queries nothing is read,
+// and the result is the id alone ("the row may exist"); with them, nil
+// means the row is absent. In a transaction on PostgreSQL, with declared
+// queries, the row is locked (FOR UPDATE), so that no concurrent writer
+// can move it between this read and the write.
 func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (*rowKeys, error) {
-	if len(r.c.lookups) == 0 {
+	if len(r.c.lookups) == 0 && r.c.lists.len() == 0 {
 		return &rowKeys{id: key}, nil
 	}
 	var rows []T
-	if err := r.conn(ctx).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
+	if err := r.lockBefore(r.conn(ctx)).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
 	}
 	if len(rows) == 0 {
@@ -100,7 +118,7 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 	if err != nil {
 		return nil, err
 	}
-	return &rowKeys{id: key, uks: uks}, nil
+	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, reflect.ValueOf(&rows[0]).Elem())}, nil
 }
 
 // readBeforeMany is readBefore for the rows of batch, with one SELECT …
@@ -108,7 +126,7 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 // unique keys, unread: the map is nil then).
 func (r *Repository[T, ID]) readBeforeMany(ctx context.Context, batch []T) (map[ID]*rowKeys, error) {
 	c := r.c
-	if len(c.lookups) == 0 {
+	if len(c.lookups) == 0 && c.lists.len() == 0 {
 		return nil, nil
 	}
 	ids := make([]any, len(batch))
@@ -117,7 +135,7 @@ func (r *Repository[T, ID]) readBeforeMany(ctx context.Context, batch []T) (map[
 	}
 	var rows []T
 	in := clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}, Values: ids}
-	if err := r.conn(ctx).Select(c.keyCols()).Where(in).Find(&rows).Error; err != nil {
+	if err := r.lockBefore(r.conn(ctx)).Select(c.keyCols()).Where(in).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", c.name, err)
 	}
 	old := make(map[ID]*rowKeys, len(rows))
@@ -132,12 +150,17 @@ func (r *Repository[T, ID]) readBeforeMany(ctx context.Context, batch []T) (map[
 	return old, nil
 }
 
-// keyCols are the columns readBefore reads: the primary key and every
-// unique key's.
+// keyCols are the columns readBefore reads: the primary key, every
+// unique key's and every declared query's.
 func (c *core[T, ID]) keyCols() []string {
 	cols := []string{c.pk.DBName}
 	for _, l := range c.lookups {
 		for _, f := range l.fields {
+			cols = append(cols, f.DBName)
+		}
+	}
+	for _, q := range c.lists.all() {
+		for _, f := range q.cols {
 			cols = append(cols, f.DBName)
 		}
 	}

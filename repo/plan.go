@@ -10,8 +10,19 @@ package repo
 // ("" when unknown) and one per lookup (ok false when a value is unknown
 // or NULL: either way the row has no known mapping there).
 type rowKeys struct {
-	id  string
-	uks []oldKey
+	id    string
+	uks   []oldKey
+	lists []listKey // one per declared query (NewQuery), in order
+}
+
+// listKey is a row's place in one declared query: where encodes its
+// filter values (the list it belongs to), rest its order columns' (and
+// soft-delete column's) values; ok is false when they are unknown. A
+// query missing from rowKeys.lists (declared after the keys were read)
+// is unknown too.
+type listKey struct {
+	where, rest string
+	ok          bool
 }
 
 // oldKey is a row's key in one lookup; ok is false when the value is
@@ -36,6 +47,7 @@ type rowChange struct {
 type shape struct {
 	filter  bool
 	filters []bool // one per lookup
+	lists   int    // declared queries
 }
 
 // plan is the cache work a change needs.
@@ -44,6 +56,8 @@ type plan struct {
 	filterIDs []string   // ids to add to the primary-key filter
 	maps      [][]string // per lookup: values whose mapping (or cached "not found") to drop
 	adds      [][]string // per lookup: values to add to its filter
+	lists     [][]string // per query: filter values whose generation to bump
+	allLists  []bool     // per query: bump the generation of all its lists
 }
 
 // planChange returns the cache work of ch in a repository of shape s:
@@ -54,7 +68,12 @@ type plan struct {
 //   - per lookup, when the value changed (or is unknown before, or the
 //     row's id changed), the old and the new value's mappings are dropped
 //     and the new value is added to the lookup's filter; an unchanged
-//     value of the same row needs nothing.
+//     value of the same row needs nothing;
+//   - per declared query, the generations of the lists of the old and the
+//     new row's filter values are bumped, unless the same row keeps its
+//     filter and order values (a change elsewhere leaves the lists of ids
+//     alone); when either side's values are unknown, the generation of all
+//     the query's lists is bumped instead (the fallback).
 //
 // It is pure: what cannot be cached (a value too long for a key) is left
 // to the caller to skip.
@@ -104,5 +123,36 @@ func planChange(ch rowChange, s shape) plan {
 			}
 		}
 	}
+	planLists(&p, ch, s.lists)
 	return p
+}
+
+// planLists adds the list invalidations of ch, for n declared queries, to p.
+func planLists(p *plan, ch rowChange, n int) {
+	before, after := ch.before, ch.after
+	p.lists = make([][]string, n)
+	p.allLists = make([]bool, n)
+	moved := before != nil && after != nil && before.id != "" && after.id != "" && before.id != after.id
+	for i := range n {
+		var w, now listKey
+		if before != nil && i < len(before.lists) {
+			w = before.lists[i]
+		}
+		if after != nil && i < len(after.lists) {
+			now = after.lists[i]
+		}
+		if (before != nil && !w.ok) || (after != nil && !now.ok) {
+			p.allLists[i] = true
+			continue
+		}
+		if before != nil && after != nil && w == now && !moved {
+			continue // the same row, the same place in the same list
+		}
+		if before != nil {
+			p.lists[i] = append(p.lists[i], w.where)
+		}
+		if after != nil && (before == nil || now.where != w.where) {
+			p.lists[i] = append(p.lists[i], now.where)
+		}
+	}
 }

@@ -50,6 +50,9 @@ type core[T any, ID comparable] struct {
 	readCols clause.Select // the SELECT list of a row read (selectCols)
 	// reportAfterCommit is Options.AfterCommitErrors.
 	reportAfterCommit bool
+	// lists are the queries declared by NewQuery (the one field that
+	// changes after New; it guards itself).
+	lists queryList
 }
 
 // New returns the repository of T's table. T must be a GORM model with a

@@ -16,11 +16,22 @@ import (
 const AfterCommitTimeout = 5 * time.Second
 
 // queue adds the cache work of ch, as planChange decides it, to w: the
-// entity's and the lookups' invalidations and the filters' adds. Values
+// entity's and the lookups' invalidations, the filters' adds and the
+// declared queries' generation bumps. Values
 // too long to be a mapping's cache id are never cached, so they have no
 // mapping to drop.
 func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
-	p := planChange(ch, c.shape)
+	qs := c.lists.all()
+	s := c.shape
+	s.lists = len(qs)
+	p := planChange(ch, s)
+	for i, q := range qs {
+		if p.allLists[i] {
+			w.Invalidate(q.gens, allLists)
+		} else {
+			w.Invalidate(q.gens, p.lists[i]...)
+		}
+	}
 	if c.filter != nil {
 		w.Add(c.filter, c.name, p.filterIDs...)
 	}

@@ -1,0 +1,108 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/cacheaside"
+)
+
+// allLists is the id of the generation shared by all lists of a query; a
+// filter value's id is never it (encodeValues starts with "(").
+const allLists = "*"
+
+// GenerationTTL is the lifetime of a list generation key, renewed by every
+// bump. A generation that expires only makes its pages unreachable (the
+// next read starts a new one): it costs a load, never a stale list.
+const GenerationTTL = 24 * time.Hour
+
+// bumpsOff switches generation bumps off, for tests that show that the
+// list tests fail without them.
+var bumpsOff atomic.Bool
+
+// generations are a query's generation keys in Redis: one per filter value
+// and one for all lists. A generation is a random token, not a counter, so
+// that a key lost to eviction or expiry can never bring back an old
+// generation's pages. It is a rowchange.Invalidator: bumps are after-commit
+// work like any invalidation.
+type generations struct {
+	name   string
+	client redis.UniversalClient
+	keys   *cacheaside.Entity[struct{}] // names the keys; never read through
+
+	bumps, fallbacks atomic.Int64
+}
+
+// Name returns the query's name, for errors.
+func (g *generations) Name() string { return g.name }
+
+// Invalidate bumps the generations of ids (filter values, or allLists):
+// pages filled under the old ones are unreachable from then on.
+func (g *generations) Invalidate(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 || bumpsOff.Load() {
+		return nil
+	}
+	_, err := g.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range ids {
+			key, err := g.keys.Key(id)
+			if err != nil {
+				continue // a filter value too long for a key is never cached
+			}
+			p.Set(ctx, key, newToken(), GenerationTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("repo: bump list generations of %s: %w", g.name, err)
+	}
+	for _, id := range ids {
+		g.bumps.Add(1)
+		if id == allLists {
+			g.fallbacks.Add(1)
+		}
+	}
+	return nil
+}
+
+// read returns the current generations of all lists and of the lists of
+// where, starting them when absent; one round trip (SET NX GET, pipelined).
+func (g *generations) read(ctx context.Context, where string) (all, val string, err error) {
+	allKey, err := g.keys.Key(allLists)
+	if err != nil {
+		return "", "", err
+	}
+	valKey, err := g.keys.Key(where)
+	if err != nil {
+		return "", "", err
+	}
+	tokens := [2]string{newToken(), newToken()}
+	var cmds [2]*redis.StatusCmd
+	_, err = g.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, key := range [2]string{allKey, valKey} {
+			cmds[i] = p.SetArgs(ctx, key, tokens[i], redis.SetArgs{Mode: "NX", Get: true, TTL: GenerationTTL})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", "", err
+	}
+	for i, c := range cmds {
+		switch v, err := c.Result(); {
+		case errors.Is(err, redis.Nil): // started now, with our token
+		case err != nil:
+			return "", "", err
+		default:
+			tokens[i] = v
+		}
+	}
+	return tokens[0], tokens[1], nil
+}
+
+func newToken() string { return strconv.FormatUint(rand.Uint64(), 36) }

@@ -1,0 +1,158 @@
+package repo
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// This file holds what the write path knows of the declared queries: which
+// columns place a row in a query's lists, and the row's place (listKey).
+
+// queryList is the queries declared on a repository, in order of
+// declaration; the zero queryList has none. Queries are only added, so
+// an index names the same query for the repository's life.
+type queryList struct {
+	mu sync.RWMutex // guards qs
+	qs []*listQuery
+}
+
+// listQuery is one declared query as the write path sees it.
+type listQuery struct {
+	name  string
+	where []*schema.Field // the filter columns
+	// cols are every column whose change can move a row in the query's
+	// lists: the filter and order columns, and the soft-delete column.
+	cols  []*schema.Field
+	order []*schema.Field // the order columns and the primary key
+	desc  []bool          // per order column: descending
+	gens  *generations
+}
+
+func (l *queryList) all() []*listQuery {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.qs
+}
+
+func (l *queryList) len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.qs)
+}
+
+// add declares q; a name declared already is an error.
+func (l *queryList) add(q *listQuery) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range l.qs {
+		if o.name == q.name {
+			return fmt.Errorf("%w: query %q is declared already on this repository", ErrInvalid, q.name)
+		}
+	}
+	// A new slice: readers hold the old one without the lock.
+	l.qs = append(l.qs[:len(l.qs):len(l.qs)], q)
+	return nil
+}
+
+// keysOf returns the place of the row rv in every declared query.
+func (l *queryList) keysOf(ctx context.Context, rv reflect.Value) []listKey {
+	qs := l.all()
+	if len(qs) == 0 {
+		return nil
+	}
+	out := make([]listKey, len(qs))
+	for i, q := range qs {
+		out[i] = q.keyOf(ctx, rv)
+	}
+	return out
+}
+
+// invalidateAll bumps the generation of all lists of every declared query.
+func (l *queryList) invalidateAll(ctx context.Context) error {
+	for _, q := range l.all() {
+		if err := q.gens.Invalidate(ctx, allLists); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyOf returns the place of the row rv in q.
+func (q *listQuery) keyOf(ctx context.Context, rv reflect.Value) listKey {
+	return listKey{where: encodeValues(ctx, rv, q.where), rest: encodeValues(ctx, rv, q.cols), ok: true}
+}
+
+// encodeValues returns the values of fields in rv as one string, the same
+// for equal values whatever path they came by (a written struct, a value
+// decoded from the log, a caller's filter value set on a model). It is
+// never empty: "(" + the quoted values joined by "," + ")".
+func encodeValues(ctx context.Context, rv reflect.Value, fields []*schema.Field) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, _ := f.ValueOf(ctx, rv)
+		b.WriteString(strconv.Quote(canonical(v)))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// canonical is v as text: pointers followed, times in UTC to the
+// microsecond (PostgreSQL's precision), driver.Valuers by their value,
+// TextMarshalers by their text; NULL is "\x00null".
+func canonical(v any) string {
+	rv := reflect.ValueOf(v)
+	for rv.IsValid() && rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return "\x00null"
+		}
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() {
+		return "\x00null"
+	}
+	switch x := rv.Interface().(type) {
+	case time.Time:
+		return x.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	case []byte:
+		return hex.EncodeToString(x)
+	case driver.Valuer:
+		dv, err := x.Value()
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return canonical(dv)
+	case encoding.TextMarshaler:
+		if t, err := x.MarshalText(); err == nil {
+			return string(t)
+		}
+	}
+	return fmt.Sprint(rv.Interface())
+}
+
+// lockBefore makes db's read of a row before a write lock the row, in a
+// transaction on PostgreSQL with declared queries: the row's old place in
+// the lists is then the one the write replaces, whatever concurrent
+// writers do. Outside a transaction the read cannot lock (see "Cached
+// queries" in the package doc).
+func (r *Repository[T, ID]) lockBefore(db *gorm.DB) *gorm.DB {
+	if r.tx == nil || r.c.lists.len() == 0 || db.Dialector.Name() != "postgres" {
+		return db
+	}
+	return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+}

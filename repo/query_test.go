@@ -1,0 +1,285 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/repo"
+)
+
+// qitem is a catalogue row for the query tests: listed by category,
+// newest first.
+type qitem struct {
+	ID         int64     `gorm:"primaryKey"`
+	CategoryID int64     `gorm:"not null;index"`
+	CreatedAt  time.Time `gorm:"not null"`
+	Price      int64     `gorm:"not null"`
+}
+
+var byCategory = repo.QueryOf{Name: "by_category", Where: []string{"category_id"}, Order: "created_at DESC, id"}
+
+// qitems migrates qitem's table and returns its repository on cache with
+// the by_category query.
+func (e *env) qitems(t *testing.T, cache *cacheaside.Cache) (*repo.Repository[qitem, int64], *repo.Query[qitem, int64]) {
+	t.Helper()
+	if err := e.db.AutoMigrate(&qitem{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.New[qitem, int64](e.db, cache, &repo.Options{Ownership: repo.OwnershipShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := repo.NewQuery(r, repo.QueryOf{Name: byCategory.Name, Where: byCategory.Where, Order: byCategory.Order,
+		Policy: cacheaside.Policy{Strategy: cacheaside.Mutex}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, q
+}
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// seedItems creates n items per category in cats, ids from 1.
+func seedItems(t *testing.T, r *repo.Repository[qitem, int64], n int, cats ...int64) []qitem {
+	t.Helper()
+	var out []qitem
+	id := int64(1)
+	for _, c := range cats {
+		for i := range n {
+			it := qitem{ID: id, CategoryID: c, CreatedAt: t0.Add(time.Duration(i/2) * time.Minute), Price: 100}
+			if err := r.Create(context.Background(), &it); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, it)
+			id++
+		}
+	}
+	return out
+}
+
+// listIDs reads list cat whole, page by page of size.
+func listIDs(t *testing.T, q *repo.Query[qitem, int64], cat int64, size int) []int64 {
+	t.Helper()
+	var ids []int64
+	cursor := ""
+	for {
+		rows, next, err := q.List(context.Background(), repo.Page{Size: size, After: cursor}, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		if next == "" {
+			return ids
+		}
+		cursor = next
+	}
+}
+
+// sqlIDs reads list cat from the database.
+func sqlIDs(t *testing.T, e *env, cat int64) []int64 {
+	t.Helper()
+	var ids []int64
+	if err := e.db.Model(&qitem{}).Where("category_id = ?", cat).Order("created_at DESC, id").Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// loads reads lists cats (one page and the count each) and returns how
+// many of them were loaded from the database.
+func loads(t *testing.T, q *repo.Query[qitem, int64], cats ...int64) map[int64]uint64 {
+	t.Helper()
+	out := map[int64]uint64{}
+	for _, c := range cats {
+		before := q.Stats().Loads
+		if _, _, err := q.List(context.Background(), repo.Page{Size: 10}, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Count(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		out[c] = q.Stats().Loads - before
+	}
+	return out
+}
+
+func TestQuery_pagination(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r, q := e.qitems(t, e.cache)
+	seedItems(t, r, 23, 1, 2)
+	want := sqlIDs(t, e, 1)
+	if len(want) != 23 {
+		t.Fatalf("seeded %d rows", len(want))
+	}
+	for _, size := range []int{1, 4, 23, 100} {
+		for round := range 2 { // a miss, then every page a hit
+			if got := listIDs(t, q, 1, size); !slices.Equal(got, want) {
+				t.Fatalf("size %d round %d: %v, want %v", size, round, got, want)
+			}
+		}
+	}
+	e.reset()
+	if got := listIDs(t, q, 1, 4); !slices.Equal(got, want) || e.sql.Count("SELECT") != 0 {
+		t.Fatalf("warm walk: %v, %d SELECTs", got, e.sql.Count("SELECT"))
+	}
+	if n, err := q.Count(context.Background(), 1); err != nil || n != 23 {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+	if n, err := q.Count(context.Background(), int32(99)); err != nil || n != 0 {
+		t.Fatalf("Count(99) = %d, %v", n, err)
+	}
+}
+
+// A category move invalidates the lists of both categories and no third;
+// a change outside the filter and order columns invalidates none; a
+// rolled-back transaction none.
+func TestQuery_invalidation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r, q := e.qitems(t, e.cache)
+	items := seedItems(t, r, 5, 3, 7, 9)
+	ctx := context.Background()
+	loads(t, q, 3, 7, 9)
+	if got := loads(t, q, 3, 7, 9); got[3]+got[7]+got[9] != 0 {
+		t.Fatalf("warm lists loaded: %v", got)
+	}
+
+	it := items[0] // in 3
+	it.CategoryID = 7
+	bumps := q.Stats().Invalidations
+	if err := r.Update(ctx, &it); err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Stats().Invalidations - bumps; d != 2 {
+		t.Fatalf("a move bumped %d generations, want 2", d)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 2 || got[7] != 2 || got[9] != 0 {
+		t.Fatalf("after a move 3 -> 7, loads per list = %v, want 2, 2, 0", got)
+	}
+	if got, want := listIDs(t, q, 7, 3), sqlIDs(t, e, 7); !slices.Equal(got, want) {
+		t.Fatalf("list 7 = %v, want %v", got, want)
+	}
+
+	bumps = q.Stats().Invalidations
+	if _, err := r.Modify(ctx, items[6].ID, map[string]any{"price": 5}); err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Stats().Invalidations - bumps; d != 0 {
+		t.Fatalf("a price change bumped %d generations", d)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3]+got[7]+got[9] != 0 {
+		t.Fatalf("after a price change, loads = %v", got)
+	}
+
+	boom := errors.New("boom")
+	err := repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
+		v := items[11] // in 9
+		v.CategoryID = 3
+		if err := r.WithTx(tx).Update(ctx, &v); err != nil {
+			return err
+		}
+		if err := r.WithTx(tx).Delete(ctx, items[12].ID); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Transaction = %v", err)
+	}
+	if d := q.Stats().Invalidations - bumps; d != 0 {
+		t.Fatalf("a rolled-back transaction bumped %d generations", d)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3]+got[7]+got[9] != 0 {
+		t.Fatalf("after a rollback, loads = %v", got)
+	}
+
+	// Committed: the same moves land.
+	err = repo.Transaction(ctx, e.db, func(tx *repo.Tx) error {
+		v := items[11]
+		v.CategoryID = 3
+		if err := r.WithTx(tx).Update(ctx, &v); err != nil {
+			return err
+		}
+		return r.WithTx(tx).Delete(ctx, items[12].ID)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 2 || got[7] != 0 || got[9] != 2 {
+		t.Fatalf("after a committed move 9 -> 3 and a delete in 9, loads = %v", got)
+	}
+	for _, c := range []int64{3, 7, 9} {
+		if got, want := listIDs(t, q, c, 2), sqlIDs(t, e, c); !slices.Equal(got, want) {
+			t.Fatalf("list %d = %v, want %v", c, got, want)
+		}
+	}
+	// A change of an order column reorders its list only.
+	v := items[14]
+	v.CreatedAt = t0.Add(time.Hour)
+	if err := r.Update(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 0 || got[7] != 0 || got[9] != 2 {
+		t.Fatalf("after a reorder in 9, loads = %v", got)
+	}
+	if got, want := listIDs(t, q, 9, 10), sqlIDs(t, e, 9); !slices.Equal(got, want) || got[0] != v.ID {
+		t.Fatalf("list 9 = %v, want %v", got, want)
+	}
+}
+
+func TestQuery_badInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r, q := e.qitems(t, e.cache)
+	seedItems(t, r, 5, 1, 2)
+	ctx := context.Background()
+	_, next, err := q.List(ctx, repo.Page{Size: 2}, 1)
+	if err != nil || next == "" {
+		t.Fatalf("List = %q, %v", next, err)
+	}
+	tampered := []byte(next)
+	tampered[len(tampered)/2] ^= 1
+	for name, f := range map[string]func() error{
+		"no value":        func() error { _, _, err := q.List(ctx, repo.Page{Size: 2}); return err },
+		"two values":      func() error { _, _, err := q.List(ctx, repo.Page{Size: 2}, 1, 2); return err },
+		"string value":    func() error { _, _, err := q.List(ctx, repo.Page{Size: 2}, "1"); return err },
+		"nil value":       func() error { _, _, err := q.List(ctx, repo.Page{Size: 2}, nil); return err },
+		"float value":     func() error { _, err := q.Count(ctx, 1.5); return err },
+		"overflow":        func() error { _, err := q.Count(ctx, uint64(1<<63)); return err },
+		"size 0":          func() error { _, _, err := q.List(ctx, repo.Page{}, 1); return err },
+		"size 1e9":        func() error { _, _, err := q.List(ctx, repo.Page{Size: 1e9}, 1); return err },
+		"tampered cursor": func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: string(tampered)}, 1); return err },
+		"cursor of 2":     func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: next}, 2); return err },
+		"garbage cursor":  func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: "!!"}, 1); return err },
+		"no column": func() error {
+			_, err := repo.NewQuery(r, repo.QueryOf{Name: "x", Where: []string{"colour"}})
+			return err
+		},
+		"bad order": func() error {
+			_, err := repo.NewQuery(r, repo.QueryOf{Name: "x", Order: "price UP"})
+			return err
+		},
+		"no name": func() error { _, err := repo.NewQuery(r, repo.QueryOf{Where: []string{"price"}}); return err },
+		"twice":   func() error { _, err := repo.NewQuery(r, byCategory); return err },
+	} {
+		e.reset()
+		if err := f(); !errors.Is(err, repo.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+		if n := e.cmds.count("set") + e.cmds.count("evalsha") + e.sql.Count("SELECT"); n != 0 {
+			t.Errorf("%s: %d Redis writes and SELECTs", name, n)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := q.List(cctx, repo.Page{Size: 2}, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("List with a cancelled context = %v", err)
+	}
+}
