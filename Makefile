@@ -18,8 +18,9 @@ STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 # The repository's modules: the library, then the ones that carry
 # dependencies so that the library's users do not (the tests on the embedded
 # backend, SQLite and miniredis; asidebench; the Prometheus collectors; the
-# peer comparison; the fault-injection suite; the two examples).
-MODULES := . compat benchmarks metrics benchmarks/peers chaos examples/catalog examples/quickstart
+# peer comparison; the fault-injection suite; the asidekit command; the two
+# examples).
+MODULES := . compat benchmarks metrics benchmarks/peers chaos cmd/asidekit examples/catalog examples/quickstart
 
 all: lint test
 

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }
+
+// Product is the test's model: no json tags, so the cached documents
+// name fields as Go does (UpdatedAt) and the rows as PostgreSQL does
+// (updated_at).
+type Product struct {
+	ID        int64  `gorm:"primaryKey"`
+	Slug      string `gorm:"size:100;not null;uniqueIndex"`
+	Name      string `gorm:"size:200;not null"`
+	Price     int64
+	UpdatedAt time.Time
+}
+
+// cliEnv is a service's backends, a repository over them, the CLI binary
+// and its config file.
+type cliEnv struct {
+	bin, config string
+	ns          string
+	products    *repo.Repository[Product, int64]
+	versions    *cacheaside.Entity[Product] // same keys, for Peek
+	pg          *testcontainers.PostgresDB
+	rn          *testcontainers.RedisNamespace
+}
+
+// buildCLI builds the binary once for the test (the build is what costs;
+// each run is cheap).
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "asidekit")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func newCLIEnv(t *testing.T, bin string) *cliEnv {
+	t.Helper()
+	pg := testcontainers.Postgres(t)
+	if err := schema.Migrate(pg.DB); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.DB.AutoMigrate(&Product{}); err != nil {
+		t.Fatal(err)
+	}
+	rn := testcontainers.Redis(t)
+	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	filter := &bloom.Options{Namespace: rn.Namespace, Capacity: 1000, FalsePositiveRate: 0.01}
+	products, err := repo.New[Product, int64](pg.DB, cache, &repo.Options{Filter: filter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = products.Close() })
+	versions, err := cacheaside.NewEntity[Product](cache, "products", cacheaside.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &cliEnv{bin: bin, ns: rn.Namespace, products: products, versions: versions, pg: pg, rn: rn}
+	e.config = e.writeConfig(t, pg.DSN, rn.Addrs[0])
+	return e
+}
+
+// writeConfig writes a config file naming dsn and the Redis at addr.
+func (e *cliEnv) writeConfig(t *testing.T, dsn, addr string) string {
+	t.Helper()
+	cfg := Config{DSN: dsn, Redis: addr, Namespace: e.ns, Entities: []EntityConfig{{
+		Table: "products", Unique: []string{"slug"},
+		Filter: &FilterConfig{Capacity: 1000, FalsePositiveRate: 0.01},
+	}}}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "asidekit.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// result is one run of the binary.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs the CLI with the env's config (or another, when args start
+// with -config) and stdin not a terminal.
+func (e *cliEnv) run(t *testing.T, args ...string) result {
+	t.Helper()
+	if len(args) == 0 || args[0] != "-config" {
+		args = append([]string{"-config", e.config}, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return r
+}
+
+// want checks the exit code and returns the JSON output decoded into v.
+func (r result) want(t *testing.T, code int, v any) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(r.stdout), v); err != nil {
+			t.Fatalf("output is not JSON: %v\n%s", err, r.stdout)
+		}
+	}
+}
+
+// wantError checks a failure: the exit code and one line on stderr.
+func (r result) wantError(t *testing.T, code int, substr string) {
+	t.Helper()
+	r.want(t, code, nil)
+	msg := strings.TrimSuffix(r.stderr, "\n")
+	if msg == "" || strings.Contains(msg, "\n") || !strings.Contains(msg, substr) {
+		t.Fatalf("stderr %q: want one line with %q", r.stderr, substr)
+	}
+}
+
+func (e *cliEnv) version(t *testing.T, id string) string {
+	t.Helper()
+	p, err := e.versions.Peek(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Version
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestCLI runs the binary against real servers: reports that agree,
+// disagreement after a write behind the library's back, invalidation,
+// and bad input that fails with one line and writes nothing.
+func TestCLI(t *testing.T) {
+	bin := buildCLI(t)
+	ctx := context.Background()
+
+	t.Run("get and getby agree", func(t *testing.T) {
+		e := newCLIEnv(t, bin)
+		p := Product{ID: 42, Slug: "lamp", Name: "Lamp", Price: 1999}
+		if err := e.products.Put(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		var rep idReport
+		e.run(t, "get", "products", "42", "-json").want(t, exitOK, &rep)
+		if rep.Redis.State != "absent" || !rep.DB.Found || !rep.Agree {
+			t.Fatalf("before a read: %+v", rep)
+		}
+		if _, err := e.products.GetBy(ctx, "slug", "lamp"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 7); err == nil {
+			t.Fatal("Get(7) found a row")
+		}
+		e.run(t, "get", "-json", "products", "42").want(t, exitOK, &rep)
+		if rep.Redis.State != "value" || !rep.Agree || rep.Compare == nil || rep.Compare.Compared != 5 || rep.Redis.Version == "" {
+			t.Fatalf("cached: %+v %+v", rep, rep.Compare)
+		}
+		e.run(t, "get", "-json", "products", "7").want(t, exitOK, &rep)
+		if rep.Redis.State != "not found" || rep.DB.Found || !rep.Agree {
+			t.Fatalf("absent: %+v", rep)
+		}
+		var by byReport
+		e.run(t, "getby", "-json", "products", "slug", "lamp").want(t, exitOK, &by)
+		if by.Mapping.State != "value" || by.MapsTo != "42" || !by.Agree || by.Row == nil || !by.Row.Agree {
+			t.Fatalf("getby: %+v", by)
+		}
+		text := e.run(t, "get", "products", "42")
+		text.want(t, exitOK, nil)
+		if !strings.Contains(text.stdout, "verdict  agree") {
+			t.Fatalf("text output:\n%s", text.stdout)
+		}
+	})
+
+	t.Run("disagreement and invalidate", func(t *testing.T) {
+		e := newCLIEnv(t, bin)
+		p := Product{ID: 1, Slug: "chair", Name: "Chair", Price: 500}
+		if err := e.products.Put(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.GetBy(ctx, "slug", "chair"); err != nil {
+			t.Fatal(err)
+		}
+		// Behind the library's back, with no CDC: the cache keeps the
+		// old row.
+		if err := e.pg.DB.Exec("UPDATE products SET price = 600, slug = 'stool' WHERE id = 1").Error; err != nil {
+			t.Fatal(err)
+		}
+		var rep idReport
+		e.run(t, "get", "-json", "products", "1").want(t, exitProblem, &rep)
+		if rep.Agree || rep.Compare == nil || strings.Join(rep.Compare.Differ, ",") != "price,slug" {
+			t.Fatalf("after an out-of-band update: %+v %+v", rep, rep.Compare)
+		}
+		var by byReport
+		e.run(t, "getby", "-json", "products", "slug", "chair").want(t, exitProblem, &by)
+		if by.Agree || by.MapsTo != "1" || by.Row == nil {
+			t.Fatalf("getby of the old slug: %+v", by)
+		}
+
+		// Destructive without -yes, stdin not a terminal: refused.
+		v := e.version(t, "1")
+		e.run(t, "invalidate", "products", "1").wantError(t, exitUsage, "-yes")
+		if e.version(t, "1") != v {
+			t.Fatal("invalidate without -yes changed the version")
+		}
+		var inv invalidated
+		e.run(t, "invalidate", "-json", "-yes", "products", "1").want(t, exitOK, &inv)
+		if e.version(t, "1") == v || len(inv.Mappings) != 1 || inv.Mappings[0] != "products.by.slug stool" {
+			t.Fatalf("invalidate: version %q → %q, %+v", v, e.version(t, "1"), inv)
+		}
+		e.run(t, "get", "-json", "products", "1").want(t, exitOK, &rep)
+		if rep.Redis.State != "absent" || !rep.Agree {
+			t.Fatalf("after invalidate: %+v", rep)
+		}
+		if _, err := e.products.Get(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, "get", "-json", "products", "1").want(t, exitOK, &rep)
+		if rep.Redis.State != "value" || !rep.Agree {
+			t.Fatalf("after a reload: %+v", rep)
+		}
+		e.run(t, "invalidate-all", "-yes", "products").want(t, exitOK, nil)
+		e.run(t, "get", "-json", "products", "1").want(t, exitOK, &rep)
+		if rep.Redis.State != "absent" {
+			t.Fatalf("after invalidate-all: %+v", rep)
+		}
+	})
+
+	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
+
+	t.Run("bad input", func(t *testing.T) {
+		e := newCLIEnv(t, bin)
+		p := Product{ID: 5, Slug: "desk", Name: "Desk"}
+		if err := e.products.Put(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 5); err != nil {
+			t.Fatal(err)
+		}
+		v := e.version(t, "5")
+		wrongDSN := e.writeConfig(t, "postgres://postgres@"+deadAddr(t)+"/test?sslmode=disable", e.rn.Addrs[0])
+		redisDown := e.writeConfig(t, e.pg.DSN, deadAddr(t))
+		for _, c := range []struct {
+			name   string
+			args   []string
+			code   int
+			substr string
+		}{
+			{"unknown command", []string{"frobnicate"}, exitUsage, "unknown command"},
+			{"unknown entity", []string{"get", "users", "5"}, exitUsage, `unknown entity "users"`},
+			{"missing id", []string{"get", "products"}, exitUsage, "usage"},
+			{"malformed id", []string{"get", "products", "abc"}, exitUsage, "malformed"},
+			{"malformed id, invalidate", []string{"invalidate", "-yes", "products", "5", "abc"}, exitUsage, "malformed"},
+			{"not a unique column", []string{"getby", "products", "name", "Desk"}, exitUsage, "unique"},
+			{"no config", []string{"-config", filepath.Join(t.TempDir(), "none.json"), "get", "products", "5"}, exitUsage, "no config file"},
+			{"wrong DSN", []string{"-config", wrongDSN, "get", "products", "5"}, exitUnreachable, "PostgreSQL unreachable"},
+			{"wrong DSN, invalidate", []string{"-config", wrongDSN, "invalidate", "-yes", "products", "5"}, exitUnreachable, "PostgreSQL unreachable"},
+			{"Redis down", []string{"-config", redisDown, "get", "products", "5"}, exitUnreachable, "Redis unreachable"},
+			{"Redis down, invalidate-all", []string{"-config", redisDown, "invalidate-all", "-yes", "products"}, exitUnreachable, "Redis unreachable"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				e.run(t, c.args...).wantError(t, c.code, c.substr)
+			})
+		}
+		if got := e.version(t, "5"); got != v {
+			t.Fatalf("bad input changed id 5's version: %q → %q", v, got)
+		}
+		var rep idReport
+		e.run(t, "get", "-json", "products", "5").want(t, exitOK, &rep)
+		if rep.Redis.State != "value" {
+			t.Fatalf("bad input changed the entry: %+v", rep)
+		}
+	})
+}
+
+// testOperations: init's config reads what the service caches; filter
+// warm and rebuild make the repository's filter take rows inserted behind
+// its back; config set|get|list; cdc status without a slot.
+func testOperations(t *testing.T, bin string) {
+	ctx := context.Background()
+	e := newCLIEnv(t, bin)
+	p := Product{ID: 42, Slug: "lamp", Name: "Lamp"}
+	if err := e.products.Put(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("init", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "asidekit.json")
+		var ents []EntityConfig
+		e.run(t, "-json", "init", "-dsn", e.pg.DSN, "-redis", e.rn.Addrs[0], "-namespace", e.ns, "-o", path).want(t, exitOK, &ents)
+		i := slices.IndexFunc(ents, func(c EntityConfig) bool { return c.Name == "products" })
+		if i < 0 || ents[i].Key != "id" || !slices.Equal(ents[i].Unique, []string{"slug"}) {
+			t.Fatalf("init: %+v", ents)
+		}
+		if _, err := e.products.Get(ctx, 42); err != nil {
+			t.Fatal(err)
+		}
+		var rep idReport
+		e.run(t, "-config", path, "get", "-json", "products", "42").want(t, exitOK, &rep)
+		if rep.Redis.State != "value" || !rep.Agree {
+			t.Fatalf("get with init's config: %+v", rep)
+		}
+		e.run(t, "init", "-dsn", e.pg.DSN, "-redis", e.rn.Addrs[0], "-o", path).wantError(t, exitUsage, "exists")
+	})
+
+	t.Run("filter", func(t *testing.T) {
+		var fr []filterReport
+		e.run(t, "filter", "warm", "-json", "products").want(t, exitOK, &fr)
+		// The repository may have rebuilt a filter itself (its first
+		// check starts one): warm rebuilds those still incomplete.
+		if len(fr) != 2 || fr[0].Name != "products" || fr[1].Name != "products.by.slug" {
+			t.Fatalf("warm: %+v", fr)
+		}
+		for _, f := range fr {
+			if f.Stats.UntrustedShards != 0 || (f.Rebuilt != -1 && f.Rebuilt != 1) {
+				t.Fatalf("warm: %+v", fr)
+			}
+		}
+		// A row inserted behind the repository's back (no CDC): the
+		// complete filter rules it out, until a rebuild.
+		if err := e.pg.DB.Exec("INSERT INTO products (id, slug, name, price) VALUES (77, 'sofa', 'Sofa', 1)").Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 77); !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("Get(77) before the rebuild: %v, want the filter's ErrNotFound", err)
+		}
+		e.run(t, "filter", "rebuild", "products").wantError(t, exitUsage, "-yes")
+		e.run(t, "filter", "rebuild", "-yes", "-json", "products").want(t, exitOK, &fr)
+		if fr[0].Rebuilt != 2 || fr[1].Rebuilt != 2 {
+			t.Fatalf("rebuild: %+v", fr)
+		}
+		if err := e.products.Filter().Add(ctx, "x"); err != nil { // the filter still works
+			t.Fatal(err)
+		}
+		if ok, err := e.products.Filter().MightContain(ctx, "77"); err != nil || !ok {
+			t.Fatalf("after the rebuild, 77 in the filter: %v %v", ok, err)
+		}
+		text := e.run(t, "filter", "stats", "products")
+		text.want(t, exitOK, nil)
+		if !strings.Contains(text.stdout, "products.by.slug") || !strings.Contains(text.stdout, "complete") {
+			t.Fatalf("stats:\n%s", text.stdout)
+		}
+	})
+
+	t.Run("config", func(t *testing.T) {
+		e.run(t, "config", "set", "feature.x", "on").wantError(t, exitUsage, "-yes")
+		e.run(t, "config", "get", "feature.x").want(t, exitProblem, nil)
+		e.run(t, "config", "set", "-yes", "feature.x", "on").want(t, exitOK, nil)
+		got := e.run(t, "config", "get", "feature.x")
+		got.want(t, exitOK, nil)
+		if got.stdout != "on\n" {
+			t.Fatalf("config get: %q", got.stdout)
+		}
+		var all map[string]string
+		e.run(t, "config", "list", "-json").want(t, exitOK, &all)
+		if all["feature.x"] != "on" {
+			t.Fatalf("config list: %v", all)
+		}
+	})
+
+	t.Run("cdc", func(t *testing.T) {
+		var st slotStatus
+		e.run(t, "cdc", "status", "-json").want(t, exitProblem, &st)
+		if st.Exists || st.Problem == "" {
+			t.Fatalf("cdc status without a slot: %+v", st)
+		}
+		e.run(t, "cdc", "drop").wantError(t, exitUsage, "-yes")
+	})
+}
