@@ -47,6 +47,29 @@ type Options struct {
 	// LocalInvalidation is how the near caches of entities with a
 	// Policy.Local learn of changes. Default LocalTracking.
 	LocalInvalidation LocalInvalidation
+
+	// ReplicaAcks is how many replicas must confirm an invalidation
+	// (Invalidate, Set, and their background retries) before it counts
+	// as done: each master's writes are followed, on the same connection,
+	// by WAIT ReplicaAcks ReplicaAckTimeout. An invalidation confirmed by
+	// fewer is queued for the background retrier as if Redis had failed
+	// (the call's error matches ErrInvalidationPending; reads of the id
+	// skip Redis until it is applied) and counted in
+	// Stats.ReplicaAckShortfalls. It closes the failover window of
+	// asynchronous replication: a promoted replica has every confirmed
+	// invalidation. Default 0: off, no WAIT, a master's acknowledgement
+	// is enough. Use 1 on a Cluster or Sentinel deployment with replicas;
+	// a master with fewer replicas than ReplicaAcks (none yet after a
+	// failover) leaves every invalidation on it pending, and each write
+	// waits ReplicaAckTimeout, until a replica attaches. Needs a
+	// *redis.Client or *redis.ClusterClient; negative is an error.
+	ReplicaAcks int
+
+	// ReplicaAckTimeout bounds each WAIT (rounded down to milliseconds,
+	// at least 1). It must be below the client's ReadTimeout. Default
+	// 100 ms (DefaultReplicaAckTimeout); negative is an error; ignored
+	// when ReplicaAcks is 0.
+	ReplicaAckTimeout time.Duration
 }
 
 // Defaults of Options fields.
@@ -74,6 +97,7 @@ type Cache struct {
 	hub          hub
 	retry        retrier
 	localMode    LocalInvalidation
+	acks         acks // Options.ReplicaAcks; zero = off
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -112,7 +136,12 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if o.LocalInvalidation != LocalTracking && o.LocalInvalidation != LocalBroadcast {
 		return nil, fmt.Errorf("%w: unknown LocalInvalidation %d", ErrInvalid, o.LocalInvalidation)
 	}
+	ak, err := newAcks(client, o.ReplicaAcks, o.ReplicaAckTimeout)
+	if err != nil {
+		return nil, err
+	}
 	c := &Cache{
+		acks:         ak,
 		client:       client,
 		ns:           ns,
 		codec:        o.Codec,

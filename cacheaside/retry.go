@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,7 +153,7 @@ func (r *retrier) loop() {
 		if r.c.br.Allow() {
 			ctx, cancel := context.WithTimeout(r.c.base, retryTimeout)
 			failed, err = invalidate(ctx, r.c, batch)
-			if err != nil {
+			if err != nil && !errors.Is(err, errShortfall) {
 				r.c.redisErr(ctx, err)
 			}
 			cancel()

@@ -132,6 +132,13 @@ type Stats struct {
 	// LeasesLost counts rebuild leases found lapsed (or deleted) while
 	// their holder still meant to load or store (EventLeaseLost).
 	LeasesLost uint64
+	// ReplicaAckShortfalls counts invalidations (first tries and
+	// retries, of Invalidate and Set) that the master applied but fewer
+	// than Options.ReplicaAcks replicas confirmed within
+	// Options.ReplicaAckTimeout; each was queued for retry (and is also
+	// counted in InvalidationsDeferred when first queued). Always 0 with
+	// ReplicaAcks off.
+	ReplicaAckShortfalls uint64
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -150,6 +157,9 @@ type counters struct {
 	observer Observer
 	n        [numEvents]atomic.Uint64
 	loadNS   atomic.Int64
+	// shortfalls counts replica acknowledgement shortfalls; not an Event
+	// (yet), so that Observers see no new event kind.
+	shortfalls atomic.Uint64
 }
 
 func (c *counters) inc(ev Event) {
@@ -179,6 +189,6 @@ func (c *counters) snapshot() Stats {
 		InvalidationsDeferred: g(EventInvalidationDeferred), InvalidationRetries: g(EventInvalidationRetry),
 		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
 		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
-		LeasesLost: g(EventLeaseLost),
+		LeasesLost: g(EventLeaseLost), ReplicaAckShortfalls: c.shortfalls.Load(),
 	}
 }

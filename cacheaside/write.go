@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/asidekit/asidekit/internal/script"
@@ -24,8 +25,19 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	}
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	if e.c.br.Allow() {
-		err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, entry, px).Err()
-		if e.redisResult(ctx, err) == nil {
+		if e.c.acks.n == 0 {
+			err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, entry, px).Err()
+		} else {
+			calls := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{token.New(), e.verPX, entry, px}}}
+			var out []writeOutcome
+			out, err = e.c.writeAll(ctx, calls)
+			if out[0] == writeShort {
+				e.ctr.shortfalls.Add(1)
+			}
+		}
+		if errors.Is(err, errShortfall) {
+			e.c.br.Success() // Redis answered; the write is not confirmed
+		} else if e.redisResult(ctx, err) == nil {
 			return nil
 		}
 	} else {
@@ -70,31 +82,38 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 	if err == nil {
 		return nil
 	}
-	e.note(ctx, err)
+	if !errors.Is(err, errShortfall) {
+		e.note(ctx, err)
+	}
 	e.c.retry.add(failed)
 	return fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, e.name, len(failed), len(todo), err)
 }
 
 // invalidate runs write.lua in delete mode for every pending entry in one
-// pipeline and returns the entries that failed.
+// pipeline (with Options.ReplicaAcks, one per master, each followed by
+// WAIT) and returns the entries that failed or that too few replicas
+// confirmed (counted). An error that matches errShortfall is not a Redis
+// failure: Redis answered.
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
 	calls := make([]script.Call, len(todo))
 	for i, p := range todo {
 		calls[i] = script.Call{Script: writeScript, Keys: []string{p.key, p.key + ":ver"}, Args: []any{token.New(), p.verPX, "", 0}}
 	}
-	err := script.RunMany(ctx, c.client, calls)
-	if err == nil {
+	out, err := c.writeAll(ctx, calls)
+	if err == nil || errors.Is(err, errShortfall) {
 		c.br.Success()
+	}
+	if err == nil {
 		return nil, nil
 	}
 	var failed []pending
-	for i := range calls {
-		if calls[i].Cmd.Err() != nil {
+	for i, o := range out {
+		if o == writeShort {
+			todo[i].ctr.shortfalls.Add(1)
+		}
+		if o != writeApplied {
 			failed = append(failed, todo[i])
 		}
-	}
-	if len(failed) == 0 {
-		failed = todo
 	}
 	return failed, err
 }
