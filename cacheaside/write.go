@@ -13,7 +13,8 @@ import (
 // version, so that no load that began before Set can overwrite it. Call it
 // after the source of truth has v. If Redis fails, an invalidation of id is
 // queued for background retry and the error matches
-// ErrInvalidationPending.
+// ErrInvalidationPending; so it does, with Options.ReplicaAcks, when fewer
+// replicas confirmed the write.
 func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	key, err := e.key(id)
 	if err != nil {
@@ -53,7 +54,8 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 // have its store refused. Call it after the source of truth has changed.
 // The ids that Redis could not invalidate are queued and retried in the
 // background (counted in Stats); the error then matches
-// ErrInvalidationPending. An invalid id fails the whole call before any
+// ErrInvalidationPending. With Options.ReplicaAcks, so are the ids whose
+// invalidation fewer replicas confirmed. An invalid id fails the whole call before any
 // Redis work.
 func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
