@@ -8,7 +8,8 @@
 //	asidebench [flags] SCENARIO...
 //
 // SCENARIO is hit, penetration, avalanche, breakdown, seqgen, outofband
-// (PostgreSQL with wal_level=logical only), local_invalidation or all.
+// (PostgreSQL with wal_level=logical only), local_invalidation, outage
+// (a standalone Redis and PostgreSQL with wal_level=logical only) or all.
 //
 // With no server named (by -redis, -redis-cluster, -postgres or the
 // ASIDEKIT_REDIS_ADDR, ASIDEKIT_REDIS_CLUSTER_ADDRS and
@@ -49,7 +50,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation"}
+var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage"}
 
 type options struct {
 	redis, cluster, postgres string

@@ -35,6 +35,22 @@ func (o *options) params(embedded bool) benchmarks.Params {
 	return p
 }
 
+// outageParams returns the outage scenario's sizes for o: quick or
+// default, with -instances and -goroutines applied.
+func (o *options) outageParams() benchmarks.OutageParams {
+	p := benchmarks.DefaultOutageParams()
+	if o.quick {
+		p = benchmarks.QuickOutageParams()
+	}
+	if o.instances > 0 {
+		p.Instances = o.instances
+	}
+	if o.goroutines > 0 {
+		p.Goroutines = o.goroutines
+	}
+	return p
+}
+
 // runScenarios runs each scenario, prints its table, then writes the JSON
 // file and the report. It returns the exit status.
 func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
@@ -50,7 +66,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 		if prog != nil {
 			prog.begin()
 		}
-		res, err := runOne(ctx, env, p, s)
+		res, err := runOne(ctx, env, o, p, s)
 		if prog != nil {
 			prog.end()
 		}
@@ -81,7 +97,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 	return 0
 }
 
-func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s string) (benchmarks.Result, error) {
+func runOne(ctx context.Context, env *benchmarks.Env, o options, p benchmarks.Params, s string) (benchmarks.Result, error) {
 	switch s {
 	case "hit":
 		return benchmarks.RunHit(ctx, env, p.Hit, benchmarks.HitVariants())
@@ -97,6 +113,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, p benchmarks.Params, s str
 		return benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
 	case "local_invalidation":
 		return benchmarks.RunLocalInvalidation(ctx, env, p.LocalInvalidation)
+	case "outage":
+		return benchmarks.RunOutage(ctx, env, o.outageParams())
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }
