@@ -106,16 +106,20 @@ func (c *Cache) writeAll(ctx context.Context, calls []script.Call) ([]writeOutco
 	}
 
 	groups, err := c.byNode(ctx, calls, out)
-	var wg sync.WaitGroup
 	errs := make([]error, len(groups))
-	for gi := range groups {
-		wg.Add(1)
-		go func(g *nodeGroup, errp *error) {
-			defer wg.Done()
-			*errp = c.writeNode(ctx, g, calls, out)
-		}(groups[gi], &errs[gi])
+	if len(groups) == 1 {
+		errs[0] = c.writeNode(ctx, groups[0], calls, out)
+	} else { // one round trip in all: the masters in parallel
+		var wg sync.WaitGroup
+		for gi := range groups {
+			wg.Add(1)
+			go func(g *nodeGroup, errp *error) {
+				defer wg.Done()
+				*errp = c.writeNode(ctx, g, calls, out)
+			}(groups[gi], &errs[gi])
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	var shortErr error
 	for _, e := range errs {
 		switch {

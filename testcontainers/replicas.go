@@ -20,7 +20,8 @@ import (
 //
 // The nodes run with cluster-replica-validity-factor 0 (a replica may be
 // promoted however long it was cut from its master) and replica migration
-// off, so that which node replicates which stays as the test made it.
+// off, so that which node replicates which stays as the test made it, and
+// with no delay before a full sync.
 type ReplicatedCluster struct {
 	// Nodes are the six nodes; at start Nodes[i+3] replicates Nodes[i].
 	Nodes []*RedisServer
@@ -58,7 +59,8 @@ func startReplicatedCluster() (*ReplicatedCluster, error) {
 	for i := 0; i < 6; i++ {
 		s, err := startRedisServerOn(freeClusterPort, "--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-			"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no")
+			"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no",
+			"--repl-diskless-sync-delay", "0") // a replica syncs at once, not after 5 s
 		if err != nil {
 			return fail(err)
 		}
