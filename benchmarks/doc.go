@@ -46,11 +46,16 @@
 // made slow, and counts the DB loads of each burst of overlapping loads;
 // local_invalidation (RunLocalInvalidation) measures how fast a write,
 // through Entity.Set, through repo on the database or by a plain DEL,
-// reaches the near caches of other processes. Two workloads serve other
-// libraries' local tiers too: RunHotKey reads a few warm keys from
-// concurrent callers (ops/s, p50/p99), and RunOutsideWrite deletes their
-// Redis keys with a plain DEL from another client (a Subject names its keys
-// through Keyed) and measures how long each keeps serving the old value;
+// reaches the near caches of other processes; outage (RunOutage) runs a
+// service's requests (a fail-open limiter, reads, writes and serial numbers
+// through a Kit) while the processes' Redis link is cut, then stalled, and
+// counts throughput, errors, duplicate serials and reads older than an
+// acknowledged write, before and after the restore and after a restart.
+// Two workloads serve other libraries' local tiers too: RunHotKey reads a
+// few warm keys from concurrent callers (ops/s, p50/p99), and
+// RunOutsideWrite deletes their Redis keys with a plain DEL from another
+// client (a Subject names its keys through Keyed) and measures how long
+// each keeps serving the old value;
 // RunOutsideSet does the same with a plain SET of the new value in the
 // library's own encoding (a Subject encodes through Encoder).
 //
