@@ -159,6 +159,17 @@ func (e *Entity[T]) Decode(p Peeked) (T, error) {
 	return v, nil
 }
 
+// Encode returns v encoded with the Cache's codec, as a load of v would
+// store it (Peeked.Value of the entry): a tool compares the two to tell
+// whether a cached value is the source of truth's.
+func (e *Entity[T]) Encode(v T) ([]byte, error) {
+	b, err := e.c.codec.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("cacheaside: encode %s: %w", e.name, err)
+	}
+	return b, nil
+}
+
 // str is a script's bulk string reply, "" for a nil one.
 func str(r any) string {
 	s, _ := r.(string)

@@ -67,6 +67,9 @@ func TestEntity_Peek(t *testing.T) {
 	if v, err := e.Decode(p); err != nil || v != "v-42" {
 		t.Errorf("Decode = %q, %v; want v-42", v, err)
 	}
+	if b, err := e.Encode("v-42"); err != nil || string(b) != string(p.Value) {
+		t.Errorf("Encode = %q, %v; want the cached %q", b, err, p.Value)
+	}
 	key, _ := e.Key("42")
 	if p.Key != key || len(p.Raw) <= len(p.Value) {
 		t.Errorf("key %q raw %d value %d", p.Key, len(p.Raw), len(p.Value))
