@@ -3,6 +3,7 @@ package repo_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,36 +191,94 @@ func TestRepository_badInput_writes(t *testing.T) {
 	}
 }
 
-// A unique value too long to be a cache id is never cached, so writes have
-// no mapping of it to invalidate: they succeed, and GetBy refuses it.
+// A unique value too long to be a cache id could be stored but never read
+// by GetBy: every writer refuses it before any SQL, and GetBy refuses it.
 func TestRepository_badInput_longUniqueValue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	labels := newRepoOf[label, int64](t, e, repo.Options{})
-	l := label{Text: strings.Repeat("t", 2000)}
+	long := strings.Repeat("t", 2000)
+	l := label{Text: "short"}
 	if err := labels.Create(ctx, &l); err != nil {
-		t.Fatalf("Create with a 2000-byte unique value = %v", err)
+		t.Fatal(err)
 	}
-	if _, err := labels.GetBy(ctx, "text", l.Text); !errors.Is(err, repo.ErrInvalidID) {
-		t.Errorf("GetBy(2000-byte value) = %v, want ErrInvalidID", err)
+	changed := l
+	changed.Text = long
+	for _, tc := range []struct {
+		what string
+		call func() error
+	}{
+		{"Create", func() error { return labels.Create(ctx, &label{Text: long}) }},
+		{"CreateMany", func() error { return labels.CreateMany(ctx, []label{{Text: "ok"}, {Text: long}}) }},
+		{"InsertIfAbsent", func() error { _, err := labels.InsertIfAbsent(ctx, &label{Text: long}); return err }},
+		{"Update", func() error { c := changed; return labels.Update(ctx, &c) }},
+		{"Put", func() error { c := changed; return labels.Put(ctx, &c) }},
+		{"PutMany", func() error { return labels.PutMany(ctx, []label{changed}) }},
+		{"UpdateColumns", func() error { c := changed; return labels.UpdateColumns(ctx, &c, "text") }},
+		{"Modify", func() error { _, err := labels.Modify(ctx, l.ID, map[string]any{"text": long}); return err }},
+		{"GetBy", func() error { _, err := labels.GetBy(ctx, "text", long); return err }},
+	} {
+		if err := tc.call(); !errors.Is(err, repo.ErrInvalidID) {
+			t.Errorf("%s with a 2000-byte unique value = %v, want ErrInvalidID", tc.what, err)
+		}
 	}
-	l.Text = "short"
-	if err := labels.Update(ctx, &l); err != nil {
-		t.Fatalf("Update to a short value = %v", err)
+	if n := countRows[label](t, e.db, "1", 1); n != 1 {
+		t.Errorf("%d rows after the refused writes, want 1", n)
 	}
 	if got, err := labels.GetBy(ctx, "text", "short"); err != nil || got.ID != l.ID {
 		t.Fatalf("GetBy(short) = %+v, %v", got, err)
 	}
-	l.Text = strings.Repeat("u", 2000)
-	if err := labels.Update(ctx, &l); err != nil {
-		t.Fatalf("Update to a 2000-byte value = %v", err)
+	// Columns that are not a unique key are not checked.
+	if err := labels.UpdateColumns(ctx, &label{ID: l.ID, Text: long}, "id"); err == nil || errors.Is(err, repo.ErrInvalidID) {
+		t.Errorf("UpdateColumns(id) = %v, want the primary-key error", err)
 	}
-	if _, err := labels.GetBy(ctx, "text", "short"); !errors.Is(err, repo.ErrNotFound) {
-		t.Fatalf("GetBy(short) after the update = %v, want ErrNotFound", err)
+}
+
+// Text PostgreSQL cannot store (a NUL byte, invalid UTF-8) and a GetBy
+// value of the wrong type are ErrInvalidID before any SQL, not a database
+// error, and the error quotes the value.
+func TestRepository_badInput_text(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	coupons := newRepoOf[coupon, string](t, e, repo.Options{})
+	members := newRepoOf[sample.Member, int64](t, e, repo.Options{})
+	if err := members.Create(ctx, &sample.Member{Email: "ada@example.com", Handle: "ada", Name: "Ada"}); err != nil {
+		t.Fatal(err)
 	}
-	if err := labels.Delete(ctx, l.ID); err != nil {
-		t.Fatalf("Delete = %v", err)
+	for _, bad := range []string{"a\x00b", "a\xffb"} {
+		for _, tc := range []struct {
+			what string
+			call func() error
+		}{
+			{"Get", func() error { _, err := coupons.Get(ctx, bad); return err }},
+			{"GetMany", func() error { _, err := coupons.GetMany(ctx, []string{"A", bad}); return err }},
+			{"Delete", func() error { return coupons.Delete(ctx, bad) }},
+			{"Create", func() error { return coupons.Create(ctx, &coupon{Code: bad}) }},
+			{"Put", func() error { return coupons.Put(ctx, &coupon{Code: bad}) }},
+			{"GetBy", func() error { _, err := members.GetBy(ctx, "email", bad); return err }},
+			{"Create, unique value", func() error {
+				return members.Create(ctx, &sample.Member{Email: bad, Handle: "h", Name: "n"})
+			}},
+		} {
+			err := tc.call()
+			if !errors.Is(err, repo.ErrInvalidID) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+				t.Errorf("%s(%q) = %v, want ErrInvalidID quoting the value", tc.what, bad, err)
+			}
+		}
+	}
+	for _, v := range []any{42, true, 1.5} {
+		if _, err := members.GetBy(ctx, "email", v); !errors.Is(err, repo.ErrInvalidID) {
+			t.Errorf("GetBy(email, %T) = %v, want ErrInvalidID", v, err)
+		}
+	}
+	type mail string // a named string type is text
+	if m, err := members.GetBy(ctx, "email", mail("ada@example.com")); err != nil || m.Handle != "ada" {
+		t.Errorf("GetBy(email, mail) = %+v, %v", m, err)
+	}
+	if n := countRows[coupon](t, e.db, "1", 1); n != 0 {
+		t.Errorf("%d coupons after the refused writes, want 0", n)
 	}
 }
 

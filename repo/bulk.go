@@ -37,6 +37,9 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 		case !c.pk.HasDefaultValue && !sch.BeforeCreate && !sch.BeforeSave:
 			return fmt.Errorf("%w: %s: CreateMany row %d needs the primary key set (the database does not generate it)", ErrInvalidID, c.name, i)
 		}
+		if err := c.checkUniques(ctx, &vs[i]); err != nil {
+			return fmt.Errorf("%w (CreateMany row %d)", err, i)
+		}
 	}
 	return r.inTx(ctx, func(view *Repository[T, ID]) error {
 		for _, batch := range c.batches(vs) {
@@ -87,6 +90,9 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 			return fmt.Errorf("%w: %s: PutMany row %d needs the primary key set", ErrInvalidID, c.name, i)
 		}
 		if _, err := c.cacheID(id); err != nil {
+			return fmt.Errorf("%w (PutMany row %d)", err, i)
+		}
+		if err := c.checkUniques(ctx, &vs[i]); err != nil {
 			return fmt.Errorf("%w (PutMany row %d)", err, i)
 		}
 		if j, dup := seen[id]; dup {

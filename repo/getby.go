@@ -35,6 +35,9 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 	if !ok {
 		return zero, fmt.Errorf("%w: GetBy %s with a nil value", ErrInvalidID, column)
 	}
+	if err := l.checkType(value); err != nil {
+		return zero, err
+	}
 	if r.tx != nil {
 		return r.findBy(ctx, l, key, value)
 	}
@@ -77,7 +80,7 @@ func (r *Repository[T, ID]) findBy(ctx context.Context, l *lookup[ID], key strin
 		return r.conn(ctx).Clauses(r.c.selectCols()).Where(l.eq(value)).Limit(1).Find(&rows).Error
 	})
 	if err != nil {
-		return *new(T), wrapErr(l.name+" "+key, err)
+		return *new(T), wrapErr(subject(l.name, key), err)
 	}
 	if len(rows) == 0 {
 		return *new(T), notFoundErr(l.name, key)

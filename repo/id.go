@@ -50,7 +50,7 @@ func newIDCodec[ID comparable]() (idCodec[ID], error) {
 			if len(b) == 0 {
 				return "", fmt.Errorf("%w: id %v marshals to empty text", ErrInvalidID, id)
 			}
-			return string(b), nil
+			return string(b), checkText(string(b))
 		}, nil
 	}
 	return nil, fmt.Errorf("%w: id type %v is not an integer, a string or an encoding.TextMarshaler", ErrInvalid, t)
@@ -126,5 +126,5 @@ func stringKey[ID comparable](id ID) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%w: empty id", ErrInvalidID)
 	}
-	return s, nil
+	return s, checkText(s)
 }

@@ -38,6 +38,9 @@ func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, err
 	if v == nil {
 		return false, fmt.Errorf("repo: %s: InsertIfAbsent of a nil value", r.c.name)
 	}
+	if err := r.c.checkUniques(ctx, v); err != nil {
+		return false, err
+	}
 	rv := reflect.ValueOf(v).Elem()
 	uk, ok, err := u.key(ctx, rv)
 	if err != nil {
@@ -58,7 +61,7 @@ func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, err
 	}
 	res := r.conn(ctx).Clauses(clause.OnConflict{Columns: cols, DoNothing: true}).Create(v)
 	if res.Error != nil {
-		return false, wrapErr(u.name+" "+uk+": insert", dbErr(res.Error))
+		return false, wrapErr(subject(u.name, uk)+": insert", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
 		return false, nil

@@ -178,7 +178,7 @@ func valueKey(v any) (key string, ok bool, err error) {
 	case reflect.Invalid:
 		return "", false, nil
 	case reflect.String:
-		return rv.String(), true, nil
+		return rv.String(), true, checkText(rv.String())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return strconv.FormatInt(rv.Int(), 10), true, nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -194,9 +194,9 @@ func valueKey(v any) (key string, ok bool, err error) {
 		if err != nil {
 			return "", false, fmt.Errorf("%w: %w", ErrInvalidID, err)
 		}
-		return string(b), true, nil
+		return string(b), true, checkText(string(b))
 	case fmt.Stringer:
-		return x.String(), true, nil
+		return x.String(), true, checkText(x.String())
 	}
 	return "", false, fmt.Errorf("%w: cannot use a %T as a key value", ErrInvalidID, v)
 }

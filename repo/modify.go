@@ -37,6 +37,9 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 			return fmt.Errorf("repo: %s: UpdateColumns cannot change the primary key", r.c.name)
 		}
 	}
+	if err := r.c.checkUniques(ctx, v, columns...); err != nil {
+		return err
+	}
 	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
@@ -44,7 +47,7 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 	var rows []T
 	res := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
 	if res.Error != nil {
-		return wrapErr(r.c.name+" "+key+": update columns", dbErr(res.Error))
+		return wrapErr(subject(r.c.name, key)+": update columns", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		return notFoundErr(r.c.name, key)
@@ -86,6 +89,9 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 		}
 		cols[f.DBName] = v
 	}
+	if err := r.c.checkSet(cols); err != nil {
+		return zero, err
+	}
 	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return zero, err
@@ -97,17 +103,17 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	}
 	res := q.Updates(cols)
 	if res.Error != nil {
-		return zero, wrapErr(r.c.name+" "+key+": modify", dbErr(res.Error))
+		return zero, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		var n int64
 		if err := r.conn(ctx).Model(new(T)).Where(r.c.pkEq(id)).Count(&n).Error; err != nil {
-			return zero, wrapErr(r.c.name+" "+key+": modify", dbErr(err))
+			return zero, wrapErr(subject(r.c.name, key)+": modify", dbErr(err))
 		}
 		if n == 0 {
 			return zero, notFoundErr(r.c.name, key)
 		}
-		return zero, wrapErr(r.c.name+" "+key+": modify", ErrConditionFailed)
+		return zero, wrapErr(subject(r.c.name, key)+": modify", ErrConditionFailed)
 	}
 	return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0])
 }

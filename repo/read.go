@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"gorm.io/gorm/clause"
 
@@ -158,10 +159,14 @@ func mapErr(name, key string, err error) error {
 	case errors.Is(err, cacheaside.ErrInvalidID):
 		return fmt.Errorf("%w: %s: %w", ErrInvalidID, name, err)
 	}
-	return wrapErr(name+" "+key, err)
+	return wrapErr(subject(name, key), err)
 }
+
+// subject names an id of an entity in an error: the id quoted, so that
+// an odd one (spaces, control bytes) reads unambiguously.
+func subject(name, key string) string { return name + " " + strconv.Quote(key) }
 
 // notFoundErr is ErrNotFound with the entity and id.
 func notFoundErr(name, key string) error {
-	return wrapErr(name+" "+key, ErrNotFound)
+	return wrapErr(subject(name, key), ErrNotFound)
 }

@@ -35,6 +35,9 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	case !r.c.pk.HasDefaultValue && !sch.BeforeCreate && !sch.BeforeSave:
 		return fmt.Errorf("%w: %s: Create needs the primary key set (the database does not generate it)", ErrInvalidID, r.c.name)
 	}
+	if err := r.c.checkUniques(ctx, v); err != nil {
+		return err
+	}
 	if !hasID || r.c.softDel == nil {
 		if err := r.conn(ctx).Create(v).Error; err != nil {
 			return wrapErr(r.c.name+": create", dbErr(err))
@@ -50,10 +53,10 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 		}}},
 	}).Create(v)
 	if res.Error != nil {
-		return wrapErr(r.c.name+" "+key+": create", dbErr(res.Error))
+		return wrapErr(subject(r.c.name, key)+": create", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
-		return wrapErr(r.c.name+" "+key+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
+		return wrapErr(subject(r.c.name, key)+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
 	}
 	return r.upkeep(ctx, nil, v)
 }
@@ -67,13 +70,16 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
+	if err := r.c.checkUniques(ctx, v); err != nil {
+		return err
+	}
 	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
 	}
 	res := r.conn(ctx).Select("*").Save(v)
 	if res.Error != nil {
-		return wrapErr(r.c.name+" "+key+": update", dbErr(res.Error))
+		return wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error))
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
@@ -98,6 +104,9 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
+	if err := r.c.checkUniques(ctx, v); err != nil {
+		return err
+	}
 	before, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
@@ -113,7 +122,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 		UpdateAll: true,
 	}, clause.Returning{}).Create(v).Error
 	if err != nil {
-		return wrapErr(r.c.name+" "+key+": put", dbErr(err))
+		return wrapErr(subject(r.c.name, key)+": put", dbErr(err))
 	}
 	return r.upkeep(ctx, before, v)
 }
@@ -133,7 +142,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	}
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
-		return wrapErr(r.c.name+" "+key+": delete", res.Error)
+		return wrapErr(subject(r.c.name, key)+": delete", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)

@@ -41,7 +41,9 @@ var invocation = regexp.MustCompile(`(^|[\s(;&|'"])(go\s+(run|test)|make)(\s|$|[
 func main() {
 	root := flag.String("C", ".", "the repository `DIR`, where the documents' commands start")
 	verbose := flag.Bool("v", false, "print each cheap command as it runs")
-	timeout := flag.Duration("timeout", 10*time.Minute, "the longest one cheap command may take")
+	// Generous: a cold build of the peers module on a busy 2-core machine
+	// has taken over 10 minutes; a command that fails fails fast anyway.
+	timeout := flag.Duration("timeout", 25*time.Minute, "the longest one cheap command may take")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: doccheck [flags] [FILE.md…] (default %s)\n\nflags:\n", strings.Join(defaultFiles, " "))
 		flag.PrintDefaults()
