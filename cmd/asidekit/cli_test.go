@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -233,9 +234,48 @@ func TestCLI(t *testing.T) {
 		if _, err := e.products.GetBy(ctx, "slug", "chair"); err != nil {
 			t.Fatal(err)
 		}
+		ghost := Product{ID: 2, Slug: "bench", Name: "Bench"}
+		if err := e.products.Put(ctx, &ghost); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		var ins inspectReport
+		e.run(t, "inspect", "-json", "-grace", "0", "products").want(t, exitOK, &ins)
+		if ins.Inspected != 3 || ins.Consistent != 3 || !ins.NinesAtLeast {
+			t.Fatalf("inspect before: %+v", ins)
+		}
 		// Behind the library's back, with no CDC: the cache keeps the
-		// old row.
+		// old rows.
 		if err := e.pg.DB.Exec("UPDATE products SET price = 600, slug = 'stool' WHERE id = 1").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pg.DB.Exec("DELETE FROM products WHERE id = 2").Error; err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, "inspect", "-json", "-grace", "0", "products").want(t, exitProblem, &ins)
+		if ins.Inspected != 3 || ins.Consistent != 0 || ins.Violations[kindStale] != 1 ||
+			ins.Violations[kindGhost] != 1 || ins.Violations[kindMapping] != 1 {
+			t.Fatalf("inspect after out-of-band writes: %+v", ins)
+		}
+		e.run(t, "inspect", "-repair", "products").wantError(t, exitUsage, "-yes")
+		e.run(t, "inspect", "-json", "-grace", "0", "-repair", "-yes", "products").want(t, exitProblem, &ins)
+		if ins.Repaired != 3 {
+			t.Fatalf("inspect -repair: %+v", ins)
+		}
+		e.run(t, "inspect", "-json", "-grace", "0", "products").want(t, exitOK, &ins)
+		if ins.Inspected != 0 {
+			t.Fatalf("inspect after the repair: %+v", ins)
+		}
+		if _, err := e.products.Get(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.GetBy(ctx, "slug", "chair"); !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("GetBy(chair) after the update: %v", err)
+		}
+		// Once more behind the library's back, for get.
+		if err := e.pg.DB.Exec("UPDATE products SET price = 700, slug = 'chair' WHERE id = 1").Error; err != nil {
 			t.Fatal(err)
 		}
 		var rep idReport
@@ -245,8 +285,8 @@ func TestCLI(t *testing.T) {
 		}
 		var by byReport
 		e.run(t, "getby", "-json", "products", "slug", "chair").want(t, exitProblem, &by)
-		if by.Agree || by.MapsTo != "1" || by.Row == nil {
-			t.Fatalf("getby of the old slug: %+v", by)
+		if by.Agree || by.Mapping.State != "not found" || by.Row == nil || by.Row.ID != "1" || by.Row.Agree {
+			t.Fatalf("getby of a slug cached as absent: %+v", by)
 		}
 
 		// Destructive without -yes, stdin not a terminal: refused.
@@ -257,7 +297,7 @@ func TestCLI(t *testing.T) {
 		}
 		var inv invalidated
 		e.run(t, "invalidate", "-json", "-yes", "products", "1").want(t, exitOK, &inv)
-		if e.version(t, "1") == v || len(inv.Mappings) != 1 || inv.Mappings[0] != "products.by.slug stool" {
+		if e.version(t, "1") == v || len(inv.Mappings) != 1 || inv.Mappings[0] != "products.by.slug chair" {
 			t.Fatalf("invalidate: version %q → %q, %+v", v, e.version(t, "1"), inv)
 		}
 		e.run(t, "get", "-json", "products", "1").want(t, exitOK, &rep)
@@ -279,6 +319,50 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
+
+	t.Run("inspect skips what changes", func(t *testing.T) {
+		e := newCLIEnv(t, bin)
+		p := Product{ID: 3, Slug: "shelf", Name: "Shelf"}
+		if err := e.products.Put(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.products.Get(ctx, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pg.DB.Exec("UPDATE products SET price = 9 WHERE id = 3").Error; err != nil {
+			t.Fatal(err)
+		}
+		// The suspect is invalidated between the two looks, as an
+		// invalidation in flight (CDC's lag) would be: not a violation.
+		cmd := exec.Command(e.bin, "-config", e.config, "inspect", "-json", "-grace", "10s", "products")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() && !strings.Contains(sc.Text(), "looking again at 1 suspect") {
+		}
+		if err := e.versions.Invalidate(ctx, "3"); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("inspect: %v\n%s", err, out.String())
+		}
+		var ins inspectReport
+		if err := json.Unmarshal(out.Bytes(), &ins); err != nil {
+			t.Fatal(err)
+		}
+		if ins.Inspected != 1 || len(ins.Found) != 0 {
+			t.Fatalf("inspect: %+v", ins)
+		}
+	})
 
 	t.Run("bad input", func(t *testing.T) {
 		e := newCLIEnv(t, bin)

@@ -25,6 +25,7 @@ type cached struct {
 	LeaseTTLMs int64           `json:"lease_ttl_ms,omitempty"`
 
 	state cacheaside.PeekState
+	raw   []byte // the whole entry, to tell whether two peeks saw one store
 }
 
 // idReport is the answer of get (and the row part of getby).
@@ -34,9 +35,19 @@ type idReport struct {
 	Redis   cached      `json:"redis"`
 	DB      dbRow       `json:"db"`
 	Agree   bool        `json:"agree"`
+	Kind    string      `json:"kind,omitempty"` // of disagreement: stale, ghost, false not-found, corrupt
 	Verdict string      `json:"verdict"`
 	Compare *comparison `json:"compare,omitempty"`
 }
+
+// Kinds of disagreement.
+const (
+	kindStale         = "stale"           // a cached row that differs from the database's
+	kindGhost         = "ghost"           // a cached row the database does not have
+	kindFalseNotFound = "false not-found" // a cached "not found" for a row that exists
+	kindCorrupt       = "corrupt"         // an entry of another format
+	kindMapping       = "divergent mapping"
+)
 
 func runGet(r *runner, args []string) error {
 	fs := r.flags("get")
@@ -96,7 +107,7 @@ func (r *runner) peek(e *EntityConfig, name, id string) (cached, error) {
 		return cached{}, unreachable("Redis", err)
 	}
 	c := cached{Key: p.Key, State: p.State.String(), Version: p.Version, Lease: p.Lease,
-		LeaseTTLMs: p.LeaseTTL.Milliseconds(), TTLMillis: p.TTL.Milliseconds(), state: p.State}
+		LeaseTTLMs: p.LeaseTTL.Milliseconds(), TTLMillis: p.TTL.Milliseconds(), state: p.State, raw: p.Raw}
 	if !p.Expiry.IsZero() {
 		exp := p.Expiry
 		c.Expiry, c.Expired = &exp, time.Now().After(exp)
@@ -115,21 +126,26 @@ func (r *runner) inspectID(e *EntityConfig, id string, row dbRow) (*idReport, er
 	if err != nil {
 		return nil, err
 	}
+	return judge(e, id, c, row)
+}
+
+// judge compares what Redis holds for id with the row.
+func judge(e *EntityConfig, id string, c cached, row dbRow) (*idReport, error) {
 	rep := &idReport{Entity: e.Name, ID: id, Redis: c, DB: row}
 	switch c.state {
 	case cacheaside.PeekAbsent, cacheaside.PeekLeaseOnly:
 		rep.Agree, rep.Verdict = true, "not cached"
 	case cacheaside.PeekCorrupt:
-		rep.Verdict = "corrupt entry (not this library's format, or another codec's); a Get would delete it"
+		rep.Kind, rep.Verdict = kindCorrupt, "corrupt entry (not this library's format, or another codec's); a Get would delete it"
 	case cacheaside.PeekNotFound:
 		if row.Found {
-			rep.Verdict = "disagree: Redis caches \"not found\", the database has the row"
+			rep.Kind, rep.Verdict = kindFalseNotFound, "disagree: Redis caches \"not found\", the database has the row"
 		} else {
 			rep.Agree, rep.Verdict = true, "agree: not found in either"
 		}
 	case cacheaside.PeekValue:
 		if !row.Found {
-			rep.Verdict = "disagree: Redis caches a row the database does not have"
+			rep.Kind, rep.Verdict = kindGhost, "disagree: Redis caches a row the database does not have"
 			break
 		}
 		cmp, err := compareDocs(c.Value, row.Row)
@@ -137,6 +153,9 @@ func (r *runner) inspectID(e *EntityConfig, id string, row dbRow) (*idReport, er
 			return nil, fmt.Errorf("%s %q: %w", e.Name, id, err)
 		}
 		rep.Compare = &cmp
+		if !cmp.Agree {
+			rep.Kind = kindStale
+		}
 		switch {
 		case cmp.Agree:
 			rep.Agree, rep.Verdict = true, "agree"

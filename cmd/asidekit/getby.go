@@ -51,29 +51,7 @@ func runGetBy(r *runner, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &byReport{Entity: e.Name, Column: col, Value: val, Mapping: m}
-	switch m.state {
-	case cacheaside.PeekAbsent, cacheaside.PeekLeaseOnly:
-		rep.Agree, rep.Verdict = true, "mapping not cached"
-	case cacheaside.PeekCorrupt:
-		rep.Verdict = "corrupt mapping entry"
-	case cacheaside.PeekNotFound:
-		if row.Found {
-			rep.Verdict = fmt.Sprintf("disagree: the mapping caches \"not found\", the database has id %s", row.ID)
-		} else {
-			rep.Agree, rep.Verdict = true, "agree: not found in either"
-		}
-	case cacheaside.PeekValue:
-		rep.MapsTo = idText(m.Value)
-		switch {
-		case !row.Found:
-			rep.Verdict = fmt.Sprintf("disagree: the mapping points at id %s, no row has the value", rep.MapsTo)
-		case rep.MapsTo != row.ID:
-			rep.Verdict = fmt.Sprintf("disagree: the mapping points at id %s, the database's row is %s", rep.MapsTo, row.ID)
-		default:
-			rep.Agree, rep.Verdict = true, "agree"
-		}
-	}
+	rep := judgeMapping(e, col, val, m, row)
 	// The row GetBy would return: the database's, else the mapped one.
 	id := row.ID
 	if id == "" {
@@ -97,6 +75,35 @@ func runGetBy(r *runner, args []string) error {
 		return errProblem
 	}
 	return nil
+}
+
+// judgeMapping compares a cached mapping of val with the database's row
+// holding val.
+func judgeMapping(e *EntityConfig, col, val string, m cached, row dbRow) *byReport {
+	rep := &byReport{Entity: e.Name, Column: col, Value: val, Mapping: m}
+	switch m.state {
+	case cacheaside.PeekAbsent, cacheaside.PeekLeaseOnly:
+		rep.Agree, rep.Verdict = true, "mapping not cached"
+	case cacheaside.PeekCorrupt:
+		rep.Verdict = "corrupt mapping entry"
+	case cacheaside.PeekNotFound:
+		if row.Found {
+			rep.Verdict = fmt.Sprintf("disagree: the mapping caches \"not found\", the database has id %s", row.ID)
+		} else {
+			rep.Agree, rep.Verdict = true, "agree: not found in either"
+		}
+	case cacheaside.PeekValue:
+		rep.MapsTo = idText(m.Value)
+		switch {
+		case !row.Found:
+			rep.Verdict = fmt.Sprintf("disagree: the mapping points at id %s, no row has the value", rep.MapsTo)
+		case rep.MapsTo != row.ID:
+			rep.Verdict = fmt.Sprintf("disagree: the mapping points at id %s, the database's row is %s", rep.MapsTo, row.ID)
+		default:
+			rep.Agree, rep.Verdict = true, "agree"
+		}
+	}
+	return rep
 }
 
 // idText renders a cached id (the JSON of repo's ID type) as the id's

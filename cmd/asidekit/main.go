@@ -55,6 +55,7 @@ func init() {
 		{"getby", "ENTITY COLUMN VALUE", "the same through a unique column's mapping (repo's GetBy)", runGetBy},
 		{"invalidate", "ENTITY ID...", "invalidate ids (needs -yes)", runInvalidate},
 		{"invalidate-all", "ENTITY", "invalidate every cached row and mapping of an entity (needs -yes)", runInvalidateAll},
+		{"inspect", "ENTITY [-rate N] [-for D]", "sample cached entries at N SQL reads a second, report what disagrees", runInspect},
 		{"filter", "stats|warm|rebuild ENTITY", "the entity's Bloom filters (rebuild needs -yes)", runFilter},
 		{"cdc", "status|drop", "the CDC slot: position, lag, holder (drop needs -yes)", runCDC},
 		{"config", "get KEY | set KEY VALUE | list", "the repo/configstore settings (set needs -yes)", runConfig},
@@ -80,11 +81,7 @@ type runner struct {
 // run runs the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	r := &runner{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			r.interactive = true
-		}
-	}
+	r.interactive = isTerminal(stdin)
 	defer r.b.close()
 	err := r.dispatch(args)
 	code := codeOf(err)
@@ -236,6 +233,21 @@ func (p *progress) printf(force bool, format string, args ...any) {
 	}
 	p.last = time.Now()
 	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// isTerminal reports whether r is a terminal: a character device other
+// than /dev/null.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
 }
 
 // oneLine keeps the first line of a message.
