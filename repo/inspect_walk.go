@@ -17,6 +17,10 @@ import (
 // judge.
 const skip InspectKind = -1
 
+// secondLook is off only in the test that shows what the second look
+// prevents: every suspect then counts at once.
+var secondLook = true
+
 // over reports that the run must stop taking new items: For has passed,
 // or Max items are judged or waiting.
 func (in *inspection[T, ID]) over() bool {
@@ -58,6 +62,9 @@ func (in *inspection[T, ID]) judge(ctx context.Context, id string, lookAt func(c
 		in.count(func(s *InspectStats) { s.Skipped++ })
 	case k == 0:
 		in.judged(0)
+	case !secondLook:
+		in.count(func(s *InspectStats) { s.Suspects++ })
+		in.violation(ctx, k, first, repair)
 	default:
 		in.suspect(suspect{kind: k, first: first, repair: repair, again: func(ctx context.Context) (InspectKind, look, error) {
 			second, k, err := lookAt(ctx, id)
