@@ -82,6 +82,47 @@ func TestPlanChange(t *testing.T) {
 	}
 }
 
+// The list cells of TestPlanChange: one declared query, whose filter value
+// is where and whose order (and soft-delete) values are rest.
+func TestPlanChange_lists(t *testing.T) {
+	l := func(id, where, rest string) *rowKeys {
+		return &rowKeys{id: id, lists: []listKey{{where: where, rest: rest, ok: true}}}
+	}
+	unknown := func(id string) *rowKeys { return &rowKeys{id: id} }
+	cases := []struct {
+		name          string
+		before, after *rowKeys
+		lists         []string
+		all           bool
+	}{
+		{"insert", nil, l("1", "(7)", "a"), []string{"(7)"}, false},
+		{"delete/old known", l("1", "(3)", "a"), nil, []string{"(3)"}, false},
+		{"delete/old unknown", unknown("1"), nil, nil, true},
+		{"update/move 3 to 7", l("1", "(3)", "a"), l("1", "(7)", "a"), []string{"(3)", "(7)"}, false},
+		{"update/reorder", l("1", "(3)", "a"), l("1", "(3)", "b"), []string{"(3)"}, false},
+		{"update/outside filter and order", l("1", "(3)", "a"), l("1", "(3)", "a"), nil, false},
+		{"update/old unknown", unknown("1"), l("1", "(3)", "a"), nil, true},
+		{"update/new primary key", l("1", "(3)", "a"), l("2", "(3)", "a"), []string{"(3)"}, false},
+		{"upsert/existence unknown, old known", l("", "(3)", "a"), l("1", "(3)", "a"), nil, false},
+		{"query declared after the read", &rowKeys{id: "1"}, l("1", "(3)", "a"), nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := planChange(rowChange{before: c.before, after: c.after}, shape{lists: 1})
+			if len(got.lists) != 1 || len(got.allLists) != 1 {
+				t.Fatalf("plan has %d lists for 1 query", len(got.lists))
+			}
+			if !slices.Equal(got.lists[0], c.lists) || got.allLists[0] != c.all {
+				t.Errorf("lists = %q, all %v; want %q, all %v", got.lists[0], got.allLists[0], c.lists, c.all)
+			}
+		})
+	}
+	// Without a declared query, no list work.
+	if p := planChange(rowChange{after: l("1", "(3)", "a")}, shape{}); len(p.lists) != 0 || len(p.allLists) != 0 {
+		t.Errorf("plan without queries: %v %v", p.lists, p.allLists)
+	}
+}
+
 // trim keeps the first n unique keys of k.
 func trim(k *rowKeys, n int) *rowKeys {
 	if k == nil || k.uks == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // qitem is a catalogue row for the query tests: listed by category,
@@ -281,5 +282,35 @@ func TestQuery_badInput(t *testing.T) {
 	cancel()
 	if _, _, err := q.List(cctx, repo.Page{Size: 2}, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a cancelled context = %v", err)
+	}
+}
+
+// On a Redis Cluster the generations and pages of one list live in
+// different slots: reads and bumps still work, and a move invalidates
+// the two lists.
+func TestQuery_cluster(t *testing.T) {
+	t.Parallel()
+	pg := testcontainers.Postgres(t)
+	rc := testcontainers.RedisCluster(t)
+	e := newEnvOn(t, pg.DB, rc.Client, rc.Namespace)
+	r, q := e.qitems(t, e.cache)
+	items := seedItems(t, r, 6, 3, 7, 9)
+	ctx := context.Background()
+	loads(t, q, 3, 7, 9)
+	if got := loads(t, q, 3, 7, 9); got[3]+got[7]+got[9] != 0 {
+		t.Fatalf("warm lists loaded: %v", got)
+	}
+	it := items[0]
+	it.CategoryID = 7
+	if err := r.Update(ctx, &it); err != nil {
+		t.Fatal(err)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 2 || got[7] != 2 || got[9] != 0 {
+		t.Fatalf("after a move 3 -> 7, loads per list = %v", got)
+	}
+	for _, c := range []int64{3, 7, 9} {
+		if got, want := listIDs(t, q, c, 4), sqlIDs(t, e, c); !slices.Equal(got, want) {
+			t.Fatalf("list %d = %v, want %v", c, got, want)
+		}
 	}
 }
