@@ -50,6 +50,7 @@
 //	asidekit_bloom_{auto_rebuild_failures,scrape_errors}_total{filter}  counters
 //	asidekit_limit_calls_total{limiter,outcome}    counter, outcome = allowed | refused | error
 //	asidekit_limit_failed_open_total{limiter}      counter
+//	asidekit_limit_local_fallbacks_total{limiter}  counter
 //	asidekit_seqgen_segments_reserved_total{generator}
 //	asidekit_seqgen_segments_dropped_total{generator}
 //	asidekit_seqgen_refills_total{generator,mode}  counter, mode = background | sync

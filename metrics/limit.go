@@ -17,6 +17,7 @@ type LimitStatser interface {
 //
 //	asidekit_limit_calls_total{limiter,outcome}   outcome = allowed | refused | error
 //	asidekit_limit_failed_open_total{limiter}     errors FailOpen let through
+//	asidekit_limit_local_fallbacks_total{limiter} calls decided in the process while Redis failed
 //
 // A call failed open counts under both outcome="allowed" and
 // outcome="error". Give each limiter on one registry its own name. A nil
@@ -32,5 +33,7 @@ func NewLimitCollector(name string, src LimitStatser) prometheus.Collector {
 	c.counter(calls, func(s limit.Stats) float64 { return float64(s.Errors) }, "error")
 	c.counter(c.desc("failed_open_total", "Calls let through because Redis failed and the limiter fails open."),
 		func(s limit.Stats) float64 { return float64(s.FailedOpen) })
+	c.counter(c.desc("local_fallbacks_total", "Calls decided in this process (Options.LocalFallback) because Redis failed."),
+		func(s limit.Stats) float64 { return float64(s.LocalFallbacks) })
 	return c
 }

@@ -69,6 +69,14 @@
 // Stats counts the calls answered so (Bypassed) and the times it opened.
 // While the breaker is closed it costs one atomic load per call.
 //
+// Neither policy limits anything during an outage. Options.LocalFallback
+// (the number of processes that share the limit) offers a third answer: a
+// limiter whose Redis fails decides in the process, with an in-memory
+// token bucket per key at its share of the limit and of the rate, and
+// returns that decision with a nil error (Stats.LocalFallbacks). The
+// processes do not see each other's calls: the fleet allows about the
+// limit while the load is spread evenly across them.
+//
 // # Eviction and failover
 //
 // Limiter state must not be evicted while it matters: an evicted key forgets

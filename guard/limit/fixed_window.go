@@ -43,7 +43,7 @@ func NewFixedWindow(client Client, cfg FixedWindow, opts *Options) (Limiter, err
 		return nil, fmt.Errorf("%w: fixed window: want Limit in [1, 2^53], Window > 0, LockTime >= 0, got %+v", ErrInvalid, cfg)
 	}
 	window, lock := millis(cfg.Window), millis(cfg.LockTime)
-	return newLimiter(client, "fw", cfg.Limit, opts, fixedWindowScript, func(n int) []any {
+	return newLimiter(client, "fw", cfg.Limit, Rate{Limit: cfg.Limit, Period: cfg.Window}, opts, fixedWindowScript, func(n int) []any {
 		return []any{cfg.Limit, window, n, lock}
 	})
 }

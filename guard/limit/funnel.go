@@ -34,7 +34,7 @@ func NewFunnel(client Client, cfg Funnel, opts *Options) (Limiter, error) {
 	if cfg.Capacity < 1 || int64(cfg.Capacity) > maxExact || cfg.Leak.Limit < 1 || period < 1 {
 		return nil, fmt.Errorf("%w: funnel: want Capacity in [1, 2^53], Leak.Limit >= 1, Leak.Period >= 1µs, got %+v", ErrInvalid, cfg)
 	}
-	return newLimiter(client, "fun", cfg.Capacity, opts, funnelScript, func(n int) []any {
+	return newLimiter(client, "fun", cfg.Capacity, cfg.Leak, opts, funnelScript, func(n int) []any {
 		return []any{cfg.Capacity, cfg.Leak.Limit, period, n}
 	})
 }

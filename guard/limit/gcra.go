@@ -65,7 +65,7 @@ func NewGCRA(client Client, cfg GCRA, opts *Options) (Limiter, error) {
 	if interval < 1 || cfg.Burst < 1 || float64(interval)*float64(cfg.Burst) >= 1<<50 {
 		return nil, fmt.Errorf("%w: gcra: want Rate.Limit >= 1, Rate.Period >= Rate.Limit µs, Burst >= 0, got %+v", ErrInvalid, cfg)
 	}
-	return newLimiter(client, "gcra", cfg.Burst, opts, gcraScript, func(n int) []any {
+	return newLimiter(client, "gcra", cfg.Burst, cfg.Rate, opts, gcraScript, func(n int) []any {
 		return []any{interval, cfg.Burst, n}
 	})
 }

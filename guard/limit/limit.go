@@ -127,6 +127,16 @@ type Options struct {
 	// BreakerCooldown is how long the breaker stays open before a call
 	// probes Redis. Default DefaultBreakerCooldown; negative is invalid.
 	BreakerCooldown time.Duration
+	// LocalFallback, when > 0, is the number of processes that share the
+	// limit: while Redis fails (an error, a timeout, the breaker open) a
+	// limiter then decides in this process, with a token bucket per key
+	// holding the limit divided by LocalFallback (rounded up) and refilled
+	// at the limit's rate divided likewise, and returns its Result with a
+	// nil error (counted in Stats.LocalFallbacks) instead of applying
+	// FailOpen. The processes do not see each other's calls, so the fleet
+	// allows about the limit while they share the load evenly. Semaphores
+	// ignore it. Default 0: no fallback. Negative is invalid.
+	LocalFallback int
 }
 
 // Defaults of Options fields.
@@ -142,6 +152,9 @@ func (o *Options) init() (Options, error) {
 	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
 	if err != nil {
 		return c, err
+	}
+	if c.LocalFallback < 0 {
+		return c, fmt.Errorf("%w: LocalFallback %d", ErrInvalid, c.LocalFallback)
 	}
 	if c.BreakerCooldown < 0 {
 		return c, fmt.Errorf("%w: BreakerCooldown %v", ErrInvalid, c.BreakerCooldown)

@@ -21,13 +21,15 @@ type limiter struct {
 	limit    int    // Result.Limit, and the largest n AllowN accepts
 	maxN     int    // if > 0, the largest n AllowN accepts, when below limit
 	failOpen bool
+	local    *local // nil without Options.LocalFallback
 	// args returns ARGV for a call of n.
 	args func(n int) []any
 	g    *guard
 	ctr  counters
 }
 
-func newLimiter(client Client, algo string, limit int, opts *Options, script *script.Script, args func(n int) []any) (*limiter, error) {
+// newLimiter returns a limiter of limit calls at once, refilled at rate.
+func newLimiter(client Client, algo string, limit int, rate Rate, opts *Options, script *script.Script, args func(n int) []any) (*limiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
 	}
@@ -35,7 +37,10 @@ func newLimiter(client Client, algo string, limit int, opts *Options, script *sc
 	if err != nil {
 		return nil, err
 	}
-	return &limiter{client: client, script: script, ns: o.Namespace, algo: algo, limit: limit, failOpen: o.FailOpen, args: args, g: newGuard(client, o)}, nil
+	return &limiter{
+		client: client, script: script, ns: o.Namespace, algo: algo, limit: limit,
+		failOpen: o.FailOpen, local: newLocal(limit, rate, o.LocalFallback), args: args, g: newGuard(client, o),
+	}, nil
 }
 
 // stateKey returns the key that holds the state of key.
@@ -82,6 +87,10 @@ func (l *limiter) allowN(ctx context.Context, key string, n int) (Result, error)
 			res.Limit = l.limit
 			return res, nil
 		}
+	}
+	if l.local != nil && ctx.Err() == nil {
+		l.ctr.local.Add(1)
+		return l.local.allow(key, n, l.limit), nil
 	}
 	return l.failed(ctx, err)
 }

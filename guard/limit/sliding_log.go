@@ -52,7 +52,7 @@ func NewSlidingLog(client Client, cfg SlidingLog, opts *Options) (Limiter, error
 	instance := hex.EncodeToString(id[:]) + ":"
 	var calls atomic.Uint64
 	window := micros(cfg.Window)
-	l, err := newLimiter(client, "sl", cfg.Limit, opts, slidingLogScript, func(n int) []any {
+	l, err := newLimiter(client, "sl", cfg.Limit, Rate{Limit: cfg.Limit, Period: cfg.Window}, opts, slidingLogScript, func(n int) []any {
 		token := instance + strconv.FormatUint(calls.Add(1), 36)
 		return []any{cfg.Limit, window, n, token}
 	})

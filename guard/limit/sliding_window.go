@@ -36,7 +36,7 @@ func NewSlidingWindow(client Client, cfg SlidingWindow, opts *Options) (Limiter,
 	if cfg.Limit < 1 || window < 1 || float64(cfg.Limit)*float64(window) >= 1<<52 {
 		return nil, fmt.Errorf("%w: sliding window: want Limit >= 1, Window > 0, Limit × Window(ms) < 2^52, got %+v", ErrInvalid, cfg)
 	}
-	return newLimiter(client, "sw", cfg.Limit, opts, slidingWindowScript, func(n int) []any {
+	return newLimiter(client, "sw", cfg.Limit, Rate{Limit: cfg.Limit, Period: cfg.Window}, opts, slidingWindowScript, func(n int) []any {
 		return []any{cfg.Limit, window, n}
 	})
 }

@@ -29,11 +29,15 @@ type Stats struct {
 	// keeps it open and is not counted again). Release, Refresh and Reset
 	// go through the same breaker.
 	BreakerOpens uint64
+	// LocalFallbacks counts the calls decided in this process by
+	// Options.LocalFallback because Redis failed (counted in Allowed or
+	// Refused, not in Errors).
+	LocalFallbacks uint64
 }
 
 // counters are a limiter's Stats, updated atomically.
 type counters struct {
-	allowed, refused, errors, failedOpen, bypassed atomic.Uint64
+	allowed, refused, errors, failedOpen, bypassed, local atomic.Uint64
 }
 
 // count records the outcome of one call.
@@ -58,7 +62,7 @@ func (c *counters) count(allowed bool, err error) {
 func (c *counters) stats(g *guard) Stats {
 	return Stats{
 		Allowed: c.allowed.Load(), Refused: c.refused.Load(), Errors: c.errors.Load(), FailedOpen: c.failedOpen.Load(),
-		Bypassed: c.bypassed.Load(), BreakerOpens: g.br.Opens(),
+		Bypassed: c.bypassed.Load(), BreakerOpens: g.br.Opens(), LocalFallbacks: c.local.Load(),
 	}
 }
 
