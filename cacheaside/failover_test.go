@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -387,4 +389,190 @@ func TestNew_replicaAcksOptions(t *testing.T) {
 	if c.acks != (acks{n: 2, ms: DefaultReplicaAckTimeout.Milliseconds()}) {
 		t.Errorf("acks = %+v, want 2 replicas within the default timeout", c.acks)
 	}
+}
+
+// A randomized history across a failover: reads, Invalidates and Sets of
+// 30 ids (on every master) in a random order, before and while one master's
+// replica is cut off, then that master killed and its replica promoted.
+// Every read must return the row's latest version (one process: each
+// write completed before the next read began). With ReplicaAcks 0 the
+// reads after the failover find stale rows: the check fails without the
+// rule.
+func TestFailover_history(t *testing.T) {
+	for _, acks := range []int{1, 0} {
+		t.Run("ReplicaAcks="+strconv.Itoa(acks), func(t *testing.T) { testFailoverHistory(t, acks) })
+	}
+}
+
+func testFailoverHistory(t *testing.T, acks int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewSource(seed))
+
+	h := &foHistory{rig: newFailoverRig(t, acks), db: map[string]int{}}
+	for i := 0; i < 30; i++ {
+		h.ids = append(h.ids, strconv.Itoa(i))
+		h.db[h.ids[i]] = 1
+	}
+	for _, id := range h.ids { // every id cached
+		h.read(t, ctx, id)
+	}
+	h.steps(t, ctx, rnd, 60, nil)
+
+	// Cut one master's replica off, then more steps, with at least one
+	// write of one of that master's ids, whose old entry the replica has.
+	for _, id := range h.ids { // every id cached, and replicated below
+		h.read(t, ctx, id)
+	}
+	victim := h.ids[rnd.Intn(len(h.ids))]
+	key, err := h.rig.e.key(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := h.rig.rc.MasterOf(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := h.rig.rc.ReplicaOf(ctx, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInSync(t, ctx, master, replica)
+	onMaster := h.on(t, ctx, master)
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, master.Addr+" has no replica", func() error {
+		info, err := mc.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "connected_slaves:0") {
+			return errors.New("a replica is still connected")
+		}
+		return nil
+	})
+	h.steps(t, ctx, rnd, 60, onMaster)
+	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))], onMaster)
+
+	master.Kill()
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rig.rc.Takeover(ctx, replica); err != nil {
+		t.Fatal(err)
+	}
+	h.rig.routed(t, ctx, key)
+
+	stale := 0
+	for _, id := range h.ids {
+		if u := h.get(t, ctx, id); u.Ver < h.db[id] {
+			stale++
+		}
+	}
+	switch {
+	case acks > 0 && stale > 0:
+		t.Fatalf("after the failover %d of %d ids read stale", stale, len(h.ids))
+	case acks == 0:
+		if stale == 0 {
+			t.Fatal("without ReplicaAcks the failover should have brought stale entries back")
+		}
+		t.Logf("without ReplicaAcks: %d stale ids after the failover", stale)
+		return
+	}
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rig.rc.AddReplica(ctx, master, replica); err != nil {
+		t.Fatal(err)
+	}
+	h.rig.waitPending(t, ctx, 0)
+	h.steps(t, ctx, rnd, 60, nil)
+	for _, id := range h.ids {
+		h.read(t, ctx, id)
+	}
+}
+
+// foHistory is a model of the rows (db) and the steps made on them.
+type foHistory struct {
+	rig *failoverRig
+	ids []string
+	db  map[string]int // id -> latest version
+}
+
+func (h *foHistory) load(_ context.Context, id string) (user, error) {
+	return user{ID: id, Ver: h.db[id]}, nil
+}
+
+func (h *foHistory) get(t *testing.T, ctx context.Context, id string) user {
+	t.Helper()
+	u, err := h.rig.e.Get(ctx, id, h.load)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", id, err)
+	}
+	return u
+}
+
+// read checks that id reads at its latest version.
+func (h *foHistory) read(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	if u := h.get(t, ctx, id); u.Ver != h.db[id] {
+		t.Fatalf("Get(%s) = version %d, want %d", id, u.Ver, h.db[id])
+	}
+}
+
+// write changes id's row, then invalidates it (or Sets it). A write of an
+// id in short (served by a master without a replica) may be pending.
+func (h *foHistory) write(t *testing.T, ctx context.Context, rnd *rand.Rand, id string, short []string) {
+	t.Helper()
+	h.db[id]++
+	var err error
+	if rnd.Intn(2) == 0 {
+		err = h.rig.e.Invalidate(ctx, id)
+	} else {
+		err = h.rig.e.Set(ctx, id, user{ID: id, Ver: h.db[id]})
+	}
+	if err != nil && !(errors.Is(err, ErrInvalidationPending) && h.rig.c.acks.n > 0 && slices.Contains(short, id)) {
+		t.Fatalf("write of %s: %v", id, err)
+	}
+}
+
+// steps makes n random steps: reads (checked) and writes.
+func (h *foHistory) steps(t *testing.T, ctx context.Context, rnd *rand.Rand, n int, short []string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		id := h.ids[rnd.Intn(len(h.ids))]
+		if rnd.Intn(3) == 0 {
+			h.write(t, ctx, rnd, id, short)
+		} else {
+			h.read(t, ctx, id)
+		}
+	}
+}
+
+// on returns the ids whose master is node.
+func (h *foHistory) on(t *testing.T, ctx context.Context, node *testcontainers.RedisServer) []string {
+	t.Helper()
+	var ids []string
+	for _, id := range h.ids {
+		k, _ := h.rig.e.key(id)
+		m, err := h.rig.client.MasterForKey(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Options().Addr == node.Addr {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatalf("no id on %s", node.Addr)
+	}
+	return ids
 }
