@@ -18,6 +18,10 @@ const (
 	MetricDuplicateSerials  = "duplicate_serials"
 	MetricAfterCommitErrors = "after_commit_errors"
 	MetricRecovery          = "recovery_ms"
+	// MetricHitRatioBefore is the share of reads served with no DB load
+	// before the fault, MetricHitRatioEnd over the run's last second.
+	MetricHitRatioBefore    = "hit_ratio_before"
+	MetricHitRatioEnd       = "hit_ratio_end"
 	MetricStaleDuring       = "stale_reads_before_restore"
 	MetricStaleAfterRestore = "stale_reads_after_restore"
 	MetricFalseNotFound     = "false_not_found"
@@ -57,13 +61,13 @@ type OutageParams struct {
 // outage.
 func DefaultOutageParams() OutageParams {
 	return OutageParams{Load: Load{Instances: 4, Goroutines: 16}, Rows: 5000, Hot: 100,
-		Before: 3 * time.Second, Fault: 5 * time.Second, After: 4 * time.Second, OutOfBandRate: 100}
+		Before: 3 * time.Second, Fault: 5 * time.Second, After: 8 * time.Second, OutOfBandRate: 100}
 }
 
 // QuickOutageParams finish the scenario in well under a minute.
 func QuickOutageParams() OutageParams {
 	return OutageParams{Load: Load{Instances: 2, Goroutines: 8}, Rows: 1000, Hot: 50,
-		Before: time.Second, Fault: 1500 * time.Millisecond, After: 1500 * time.Millisecond, OutOfBandRate: 50}
+		Before: time.Second, Fault: 1500 * time.Millisecond, After: 2500 * time.Millisecond, OutOfBandRate: 50}
 }
 
 // outageFault is how the Redis link fails.

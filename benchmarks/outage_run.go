@@ -297,7 +297,11 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	row.Set(MetricSerials, float64(len(all.serials)))
 	row.Set(MetricDuplicateSerials, float64(duplicates(all.serials)))
 	row.Set(MetricAfterCommitErrors, float64(all.afterCommit))
-	row.Set(MetricRecovery, recoveryMs(samples, c.t0, faultAt, restoreAt))
+	before, _ := hitRatio(samples, c.t0, faultAt)
+	endRatio, _ := hitRatio(samples, end.Add(-time.Second), end)
+	row.Set(MetricHitRatioBefore, before)
+	row.Set(MetricHitRatioEnd, endRatio)
+	row.Set(MetricRecovery, recoveryMs(samples, before, restoreAt))
 	row.Set(MetricStaleDuring, float64(all.staleBefore))
 	row.Set(MetricStaleAfterRestore, float64(all.staleAfter))
 	row.Set(MetricStaleAfterRestoreOOB, float64(all.staleAfterOOB))
@@ -362,34 +366,29 @@ func duplicates(serials []string) int {
 	return n
 }
 
-// recoveryMs is how long after restore the share of reads served with no
-// DB load, over 200 ms, was back to 90% of its value before the fault:
-// the end of the first such window, minus restore. -1 when it never was.
-func recoveryMs(samples []outageSample, t0, fault, restore time.Time) float64 {
-	hit := func(a, b outageSample) (float64, bool) {
-		reads := b.reads - a.reads
-		if reads <= 0 {
-			return 0, false
-		}
-		return 1 - float64(b.loads-a.loads)/float64(reads), true
-	}
-	var first, last *outageSample
+// hitRatio is the share of the reads completed between the first sample
+// at or after from and the last at or before to that caused no DB load.
+func hitRatio(samples []outageSample, from, to time.Time) (float64, bool) {
+	var a, b *outageSample
 	for i := range samples {
 		s := &samples[i]
-		if first == nil && !s.at.Before(t0) {
-			first = s
+		if a == nil && !s.at.Before(from) {
+			a = s
 		}
-		if !s.at.After(fault) {
-			last = s
+		if !s.at.After(to) {
+			b = s
 		}
 	}
-	if first == nil || last == nil {
-		return -1
+	if a == nil || b == nil || b.reads <= a.reads {
+		return 0, false
 	}
-	before, ok := hit(*first, *last)
-	if !ok {
-		return -1
-	}
+	return 1 - float64(b.loads-a.loads)/float64(b.reads-a.reads), true
+}
+
+// recoveryMs is how long after restore the hit ratio over 200 ms was back
+// to 90% of before: the end of the first such window, minus restore. -1
+// when it never was.
+func recoveryMs(samples []outageSample, before float64, restore time.Time) float64 {
 	for i, s := range samples {
 		if s.at.Before(restore) {
 			continue
@@ -398,7 +397,7 @@ func recoveryMs(samples []outageSample, t0, fault, restore time.Time) float64 {
 			if e.at.Sub(s.at) < 200*time.Millisecond {
 				continue
 			}
-			if r, ok := hit(s, e); ok && r >= 0.9*before {
+			if r, ok := hitRatio(samples, s.at, e.at); ok && r >= 0.9*before {
 				return float64(e.at.Sub(restore).Milliseconds())
 			}
 			break
