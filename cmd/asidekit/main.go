@@ -58,6 +58,8 @@ func init() {
 		{"inspect", "ENTITY [-rate N] [-for D]", "sample cached entries at N SQL reads a second, report what disagrees", runInspect},
 		{"filter", "stats|warm|rebuild ENTITY", "the entity's Bloom filters (rebuild needs -yes)", runFilter},
 		{"cdc", "status|drop", "the CDC slot: position, lag, holder (drop needs -yes)", runCDC},
+		{"limit", "status KEY", "a rate limiter key's state, per algorithm, counting nothing", runLimit},
+		{"seq", "peek NAME [-tz ZONE] [-day DATE]", "a seqgen counter: last number, next, marks, issuing nothing", runSeq},
 		{"config", "get KEY | set KEY VALUE | list", "the repo/configstore settings (set needs -yes)", runConfig},
 		{"entities", "", "the entities the config names", runEntities},
 	}
