@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/asidekit/asidekit/benchmarks"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -39,6 +41,11 @@ const outageRecoveryClosed = false
 // after a restart with CatchUp was older than a write acknowledged before
 // it. Speeds are logged, never asserted.
 func TestOutage_real(t *testing.T) {
+	// repo's after-commit retrier is one goroutine per binary, not per
+	// repository: the outage leaves it work that outlives the run's caches.
+	opts := append(testcontainers.GoleakOptions(goleak.IgnoreCurrent()),
+		goleak.IgnoreAnyFunction("github.com/asidekit/asidekit/repo.(*upkeepRetrier).loop"))
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
 	pg := testcontainers.LogicalPostgres(t)
 	rd := testcontainers.Redis(t)
 	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
@@ -51,14 +58,17 @@ func TestOutage_real(t *testing.T) {
 		}
 	})
 	p := benchmarks.OutageParams{Load: benchmarks.Load{Instances: 2, Goroutines: 4}, Rows: 200, Hot: 20,
-		Before: 500 * time.Millisecond, Fault: time.Second, After: time.Second, OutOfBandRate: 50}
+		Before: 500 * time.Millisecond, Fault: 2 * time.Second, After: time.Second, OutOfBandRate: 50}
 	res, err := benchmarks.RunOutage(context.Background(), env, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logRows(t, res)
 	for _, v := range []string{"defaults/cut", "defaults/stall", "kit/cut", "kit/stall"} {
-		if n := metric(t, res, v, benchmarks.MetricReadsDuring); n == 0 {
+		// With go-redis's defaults a stall can hold every goroutine in
+		// its first Redis call for the whole fault: that is what the
+		// defaults rows show, so only the kit rows must read through it.
+		if n := metric(t, res, v, benchmarks.MetricReadsDuring); n == 0 && strings.HasPrefix(v, "kit/") {
 			t.Errorf("%s: no read began during the fault", v)
 		}
 		if n := metric(t, res, v, benchmarks.MetricSerials); n == 0 {
