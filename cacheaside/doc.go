@@ -132,9 +132,13 @@
 // entry costs a reload; an evicted :ver key makes the stores of the loads
 // in flight be refused (an extra load later, never a stale value); an
 // evicted :lock key may let a second process load the same id at once
-// (duplicate work, still version-checked). After a failover to a replica
-// that missed recent writes, an Invalidate may be lost: the stale entry
-// then lives until its TTL, which bounds the damage.
+// (duplicate work, still version-checked). Redis replication is
+// asynchronous: after a failover to a replica that missed recent writes, an
+// Invalidate the old master acknowledged may be lost, and the stale entry
+// then lives until its TTL. Options.ReplicaAcks closes that window: an
+// invalidation counts as done only once WAIT confirms that many replicas
+// have it, and one confirmed by fewer stays pending (retried, its id read
+// past Redis) as if Redis had failed.
 //
 // Logical expiries are written and compared with the clocks of the
 // processes that use the Cache: clock skew between them shifts when a value
