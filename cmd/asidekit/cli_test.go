@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -63,6 +64,12 @@ func buildCLI(t *testing.T) string {
 
 func newCLIEnv(t *testing.T, bin string) *cliEnv {
 	t.Helper()
+	return newCLIEnvOn(t, bin, testcontainers.Redis(t))
+}
+
+// newCLIEnvOn is newCLIEnv on the Redis rn (a Cluster's, for one).
+func newCLIEnvOn(t *testing.T, bin string, rn *testcontainers.RedisNamespace) *cliEnv {
+	t.Helper()
 	pg := testcontainers.Postgres(t)
 	if err := schema.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
@@ -70,7 +77,6 @@ func newCLIEnv(t *testing.T, bin string) *cliEnv {
 	if err := pg.DB.AutoMigrate(&Product{}); err != nil {
 		t.Fatal(err)
 	}
-	rn := testcontainers.Redis(t)
 	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,9 @@ func newCLIEnv(t *testing.T, bin string) *cliEnv {
 	}
 	e := &cliEnv{bin: bin, ns: rn.Namespace, products: products, versions: versions, pg: pg, rn: rn}
 	e.config = e.writeConfig(t, pg.DSN, rn.Addrs[0])
+	if rn.Cluster {
+		e.config = e.writeClusterConfig(t, pg.DSN, rn.Addrs)
+	}
 	return e
 }
 
@@ -104,6 +113,29 @@ func (e *cliEnv) writeConfig(t *testing.T, dsn, addr string) string {
 	}
 	path := filepath.Join(t.TempDir(), "asidekit.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeClusterConfig writes a config file naming dsn and the Cluster
+// seeds.
+func (e *cliEnv) writeClusterConfig(t *testing.T, dsn string, seeds []string) string {
+	t.Helper()
+	path := e.writeConfig(t, dsn, "")
+	var cfg Config
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Redis, cfg.RedisCluster = "", seeds
+	if b, err = json.Marshal(cfg); err == nil {
+		err = os.WriteFile(path, b, 0o600)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -325,6 +357,38 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
+
+	t.Run("cluster", func(t *testing.T) {
+		e := newCLIEnvOn(t, bin, testcontainers.RedisCluster(t))
+		for id := int64(1); id <= 20; id++ {
+			p := Product{ID: id, Slug: fmt.Sprint("p", id), Name: "P"}
+			if err := e.products.Put(ctx, &p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.products.Get(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.pg.DB.Exec("UPDATE products SET name = 'Q' WHERE id IN (3, 17)").Error; err != nil {
+			t.Fatal(err)
+		}
+		var rep idReport
+		e.run(t, "get", "-json", "products", "3").want(t, exitProblem, &rep)
+		if rep.Redis.State != "value" || rep.Kind != kindStale {
+			t.Fatalf("get on a Cluster: %+v", rep)
+		}
+		// The walk visits every master: the 20 rows, spread over them.
+		var ins inspectReport
+		e.run(t, "inspect", "-json", "-grace", "0", "products").want(t, exitProblem, &ins)
+		if ins.Inspected != 20 || ins.Violations[kindStale] != 2 {
+			t.Fatalf("inspect on a Cluster: %+v", ins)
+		}
+		e.run(t, "invalidate-all", "-yes", "products").want(t, exitOK, nil)
+		e.run(t, "inspect", "-json", "-grace", "0", "products").want(t, exitOK, &ins)
+		if ins.Inspected != 0 {
+			t.Fatalf("inspect after invalidate-all: %+v", ins)
+		}
+	})
 
 	t.Run("inspect skips what changes", func(t *testing.T) {
 		e := newCLIEnv(t, bin)
