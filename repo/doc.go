@@ -84,6 +84,59 @@
 // that. Rows written around the repository without repo/cdc read as
 // absent until a rebuild.
 //
+// # Cached queries
+//
+// NewQuery declares a list of rows by equality filters and one order
+// (QueryOf{Name: "by_category", Where: []string{"category_id"}, Order:
+// "created_at DESC, id"}); Query.List reads a page of it by keyset
+// pagination (an opaque, checksummed cursor) and Query.Count counts it.
+// What is cached is ids and counts, never rows: the rows of a page come
+// through GetMany and share the entity cache, the near cache and the
+// filter. A page or count is a cacheaside entry (so its reload is shared
+// across processes as the query's Policy.Strategy says) whose id holds
+// two generations: the one of the lists of its filter values and the one
+// of all the query's lists. A generation is a random token in a Redis key
+// of its own; a list read costs one pipelined round trip to read both
+// (starting them when absent), then the page's GET, then GetMany.
+//
+// Every writer, by the one rule that the repository's writes and repo/cdc
+// share, bumps after its commit the generations of the lists of the old
+// and the new row's filter values (a move from category 3 to 7 bumps 3
+// and 7, no other); a change of columns outside the filter and order
+// columns bumps nothing, since lists hold ids; a rollback bumps nothing. When the old values are
+// unknown (repo/cdc on a table without REPLICA IDENTITY FULL: the log
+// carries no old row for an UPDATE or a DELETE) the generation of all
+// the query's lists is bumped instead, counted as a fallback in
+// QueryStats; a TRUNCATE does the same. One bump is one SET per
+// generation: O(1) per write, however many pages are cached.
+//
+// Why a list read never misses a write that completed before it began:
+// the writer bumps a generation only after its COMMIT, and returns only
+// after the bump. A read that begins after the write completed therefore
+// reads the new generation, and every page under it was loaded by a
+// reader that read that generation first, hence ran its SELECT after the
+// COMMIT. A page loaded before the bump lands under the old generation's
+// key, which no reader looks up again: the race between a fill and an
+// invalidation cannot bring a stale list back. Tokens rather than
+// counters make a generation key lost to eviction or expiry
+// (GenerationTTL) cost only a reload, never an old page. Writes seen
+// through repo/cdc follow within the CDC lag.
+//
+// The limits: a write's old filter values are read before the write
+// (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a
+// repository with queries). In a transaction on PostgreSQL that read
+// locks the row; outside one, two writers that move the same row at the
+// same moment may leave the list the row passed through stale until a
+// later write of that list or the page's TTL: run such writes in a
+// Transaction. The rows of a page are read after its ids, so a row
+// changed meanwhile comes as it is now, and one deleted meanwhile is left
+// out. Filter values may not be nil (lists of NULL are not cached) and
+// order columns may not hold NULL. A filter value of the wrong type or
+// count, a page size outside [1, MaxPageSize] and a cursor that was
+// altered or belongs to other filter values are errors matching
+// ErrInvalid, and nothing is cached. When Redis is unreachable a list is
+// read from the database, uncached.
+//
 // # Ownership
 //
 // Entities are named after their table and namespaces default to "ak", so
