@@ -84,12 +84,15 @@ func (r *runner) cdcStatus(cfg *Config) error {
 		return err
 	}
 	var row struct {
-		WALStatus, Confirmed, Current string
-		LagBytes                      int64
-		PID                           *int
-		Client, Application           *string
-		Since                         *time.Time
-		LagSeconds                    *float64
+		WALStatus   string     `gorm:"column:wal_status"`
+		Confirmed   string     `gorm:"column:confirmed"`
+		Current     string     `gorm:"column:current"`
+		LagBytes    int64      `gorm:"column:lag_bytes"`
+		PID         *int       `gorm:"column:pid"`
+		Client      *string    `gorm:"column:client"`
+		Application *string    `gorm:"column:application"`
+		Since       *time.Time `gorm:"column:since"`
+		LagSeconds  *float64   `gorm:"column:lag_seconds"`
 	}
 	res := db.WithContext(r.ctx).Raw(`SELECT coalesce(s.wal_status, '') AS wal_status,
 			coalesce(s.confirmed_flush_lsn::text, '') AS confirmed,

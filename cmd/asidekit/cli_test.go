@@ -21,6 +21,7 @@ import (
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/repo/cdc"
 	"github.com/asidekit/asidekit/schema"
 	"github.com/asidekit/asidekit/seqgen"
 	"github.com/asidekit/asidekit/testcontainers"
@@ -70,7 +71,12 @@ func newCLIEnv(t *testing.T, bin string) *cliEnv {
 // newCLIEnvOn is newCLIEnv on the Redis rn (a Cluster's, for one).
 func newCLIEnvOn(t *testing.T, bin string, rn *testcontainers.RedisNamespace) *cliEnv {
 	t.Helper()
-	pg := testcontainers.Postgres(t)
+	return newCLIEnvWith(t, bin, testcontainers.Postgres(t), rn)
+}
+
+// newCLIEnvWith is newCLIEnv on the database pg and the Redis rn.
+func newCLIEnvWith(t *testing.T, bin string, pg *testcontainers.PostgresDB, rn *testcontainers.RedisNamespace) *cliEnv {
+	t.Helper()
 	if err := schema.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +129,13 @@ func (e *cliEnv) writeConfig(t *testing.T, dsn, addr string) string {
 func (e *cliEnv) writeClusterConfig(t *testing.T, dsn string, seeds []string) string {
 	t.Helper()
 	path := e.writeConfig(t, dsn, "")
+	editConfig(t, path, func(c *Config) { c.Redis, c.RedisCluster = "", seeds })
+	return path
+}
+
+// editConfig changes the config file at path.
+func editConfig(t *testing.T, path string, edit func(*Config)) {
+	t.Helper()
 	var cfg Config
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -131,14 +144,13 @@ func (e *cliEnv) writeClusterConfig(t *testing.T, dsn string, seeds []string) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Redis, cfg.RedisCluster = "", seeds
+	edit(&cfg)
 	if b, err = json.Marshal(cfg); err == nil {
 		err = os.WriteFile(path, b, 0o600)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return path
 }
 
 // result is one run of the binary.
@@ -357,6 +369,65 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
+
+	t.Run("cdc slot", func(t *testing.T) {
+		e := newCLIEnvWith(t, bin, testcontainers.LogicalPostgres(t), testcontainers.Redis(t))
+		slot := "cli_" + strings.ToLower(strings.NewReplacer("-", "_", ":", "_").Replace(e.ns))
+		editConfig(t, e.config, func(c *Config) { c.CDCSlot = slot })
+		inv, err := cdc.New(e.pg.DSN, &cdc.Options{Slot: slot})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inv.Register(e.products); err != nil {
+			t.Fatal(err)
+		}
+		// Registered after LogicalPostgres: runs before its database is
+		// dropped, which PostgreSQL refuses while the slot exists.
+		t.Cleanup(func() { _ = inv.Drop(context.Background()) })
+		if err := inv.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var st slotStatus
+		e.run(t, "cdc", "status", "-json").want(t, exitProblem, &st)
+		if !st.Exists || st.Holder != nil || st.Confirmed == "" || st.Problem == "" {
+			t.Fatalf("cdc status, no holder: %+v", st)
+		}
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- inv.Run(runCtx) }()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		// A write made after Run started is applied only by the slot's
+		// holder: once CatchUp returns, Run holds the slot.
+		if err := e.pg.DB.Exec("INSERT INTO products (id, slug, name) VALUES (9, 'nine', 'Nine')").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := inv.CatchUp(wctx); err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, "cdc", "status", "-json").want(t, exitOK, &st)
+		if st.Holder == nil || st.Holder.PID == 0 || st.Problem != "" {
+			t.Fatalf("cdc status, held: %+v", st)
+		}
+		e.run(t, "cdc", "drop", "-yes").wantError(t, exitProblem, "in use")
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		// The server may see the holder's connection close a moment
+		// after Run returns: drop until it does.
+		var r result
+		for range 100 {
+			if r = e.run(t, "cdc", "drop", "-yes"); r.code != exitProblem {
+				break
+			}
+		}
+		r.want(t, exitOK, nil)
+		e.run(t, "cdc", "status", "-json").want(t, exitProblem, &st)
+		if st.Exists {
+			t.Fatalf("cdc status after drop: %+v", st)
+		}
+	})
 
 	t.Run("cluster", func(t *testing.T) {
 		e := newCLIEnvOn(t, bin, testcontainers.RedisCluster(t))
