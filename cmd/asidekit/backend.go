@@ -43,12 +43,8 @@ func (b *backends) DB(ctx context.Context) (*gorm.DB, error) {
 	if b.cfg.DSN == "" {
 		return nil, usageErr("the config names no dsn")
 	}
-	pc, err := pgx.ParseConfig(b.cfg.DSN)
-	if err != nil {
+	if _, err := pgx.ParseConfig(b.cfg.DSN); err != nil {
 		return nil, usageErr("bad dsn: %v", err)
-	}
-	if pc.ConnectTimeout == 0 || pc.ConnectTimeout > dialTimeout {
-		pc.ConnectTimeout = dialTimeout
 	}
 	// The simple protocol sends arguments as literals, which PostgreSQL
 	// casts to the column's type: an id given as text on the command line
@@ -59,6 +55,7 @@ func (b *backends) DB(ctx context.Context) (*gorm.DB, error) {
 	if err != nil {
 		return nil, unreachable("PostgreSQL", err)
 	}
+	// The first connection is made here, within dialTimeout.
 	cctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	if err := db.WithContext(cctx).Exec("SELECT 1").Error; err != nil {

@@ -139,7 +139,7 @@ func sameNumber(a, b json.Number) bool {
 
 // timeLayouts are the timestamp forms of Go's encoding/json and of
 // PostgreSQL's row_to_json (timestamptz, timestamp, date).
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02"}
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02"}
 
 func parseTime(s string) (time.Time, bool) {
 	if len(s) < 10 || s[4] != '-' {
