@@ -25,6 +25,17 @@ import (
 // missing filter key may then last until the TTL or a filter rebuild.
 const maxPendingUpkeep = 1 << 20
 
+// The background retry's pace. Each try is bounded well below
+// AfterCommitTimeout and the pause between tries stays short, so that a
+// stalled Redis cannot hold the queue for seconds after it answers again:
+// the upkeep lands within about retryMaxWait + retryTryTimeout of the
+// recovery (the cache's own retrier, which also keeps the ids off Redis
+// meanwhile, is woken at once).
+const (
+	retryMaxWait    = 500 * time.Millisecond
+	retryTryTimeout = time.Second
+)
+
 // AfterCommitStats counts the cache upkeep that failed after commits, in
 // this process.
 type AfterCommitStats struct {
@@ -83,14 +94,14 @@ func (r *upkeepRetrier) queue(failed *rowchange.Work, err error) {
 
 // loop retries the pending work with backoff until none is left.
 func (r *upkeepRetrier) loop() {
-	b := backoff.New(20*time.Millisecond, 2*time.Second)
+	b := backoff.New(20*time.Millisecond, retryMaxWait)
 	for {
 		_ = b.Wait(context.Background())
 		r.mu.Lock()
 		w := r.pending
 		r.pending = rowchange.Work{}
 		r.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), AfterCommitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), retryTryTimeout)
 		failed, _ := w.Try(ctx)
 		cancel()
 		done := w.Len()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Invalidator is a cacheaside.Entity of any type.
@@ -106,7 +108,9 @@ func (w *Work) Run(ctx context.Context) error {
 }
 
 // Try is Run that also returns the work of the targets that failed (nil
-// when none did), to be tried again.
+// when none did), to be tried again. A target whose Redis client was
+// closed is not returned: it can never succeed, and nothing reads through
+// that client any more.
 func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 	if len(w.targets) == 0 {
 		return nil, nil
@@ -119,7 +123,7 @@ func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 	errs[0] = runTarget(ctx, w.targets[0])
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil {
+		if err == nil || errors.Is(err, redis.ErrClosed) {
 			continue
 		}
 		if failed == nil {
