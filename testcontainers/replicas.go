@@ -242,15 +242,6 @@ func (rc *ReplicatedCluster) waitOK(ctx context.Context) error {
 	})
 }
 
-func (rc *ReplicatedCluster) node(addr string) (*RedisServer, error) {
-	for _, n := range rc.Nodes {
-		if n.Addr == addr {
-			return n, nil
-		}
-	}
-	return nil, fmt.Errorf("%s is not a node of the cluster", addr)
-}
-
 // Pause stops the server's process with SIGSTOP: it keeps its connections
 // open but answers nothing (a replica so paused acknowledges no write)
 // until Resume.
