@@ -31,7 +31,14 @@ func TestGenerator_Next_redisOutage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	proxy := newProxy(t, e.r.Addrs[0], e.r.Cluster)
-	opts := e.opts(func(o *seqgen.Options) { o.Segment = 50; o.BreakerCooldown = 10 * time.Millisecond })
+	opts := e.opts(func(o *seqgen.Options) {
+		o.Segment = 50
+		o.BreakerCooldown = 10 * time.Millisecond
+		// A cut fails at once; a generous bound keeps a busy machine's slow
+		// reply (race detector, both cores taken) from counting as an
+		// outage after Redis is back.
+		o.RedisTimeout = 5 * time.Second
+	})
 	gens := []*seqgen.Generator{
 		newGen(t, proxiedRedis(t, proxy), openDB(t, e.pg.DSN), opts),
 		newGen(t, proxiedRedis(t, proxy), openDB(t, e.pg.DSN), opts),
