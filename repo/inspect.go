@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // InspectOptions bound one run of Inspect. The zero value is usable: every
@@ -125,23 +127,11 @@ type pacer struct {
 func (p *pacer) wait(ctx context.Context) error {
 	now := time.Now()
 	if d := p.next.Sub(now); d > 0 {
-		if err := sleep(ctx, d); err != nil {
+		if err := backoff.Sleep(ctx, d); err != nil {
 			return err
 		}
 		now = p.next
 	}
 	p.next = now.Add(p.every)
 	return nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

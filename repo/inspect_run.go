@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // inspection is one run of Inspect; it is used by one goroutine.
@@ -113,7 +114,7 @@ func (in *inspection[T, ID]) confirm(ctx context.Context, all bool) error {
 			if !all {
 				return nil
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := backoff.Sleep(ctx, d); err != nil {
 				return err
 			}
 		}
