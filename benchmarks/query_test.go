@@ -1,0 +1,54 @@
+package benchmarks_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// On real servers, asidekit's lists miss no completed write while
+// ttl_lists' do, the uncached sql variant passes the same check (no false
+// alarms), and asidekit reads the database less than sql.
+func TestQuery_real(t *testing.T) {
+	pg := testcontainers.LogicalPostgres(t)
+	rd := testcontainers.Redis(t)
+	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	res, err := benchmarks.RunQuery(context.Background(), env, benchmarks.TestQueryParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logRows(t, res)
+	for _, v := range []string{"sql", "ttl_lists", "asidekit", "asidekit_cdc"} {
+		if n := metric(t, res, v, benchmarks.MetricCheckedListReads); n == 0 {
+			t.Errorf("%s: no list read was checked", v)
+		}
+		if n := metric(t, res, v, benchmarks.MetricWrites); n == 0 {
+			t.Errorf("%s: no writes", v)
+		}
+	}
+	for _, v := range []string{"sql", "asidekit"} {
+		if n := metric(t, res, v, benchmarks.MetricStaleListReads); n != 0 {
+			t.Errorf("%s: stale_list_reads = %v, want 0", v, n)
+		}
+	}
+	if n := metric(t, res, "ttl_lists", benchmarks.MetricStaleListReads); n == 0 {
+		t.Error("ttl_lists: stale_list_reads = 0, want > 0 (lists never invalidated)")
+	}
+	a, s := metric(t, res, "asidekit", benchmarks.MetricDBQueriesPerListRead), metric(t, res, "sql", benchmarks.MetricDBQueriesPerListRead)
+	if a >= s {
+		t.Errorf("db_queries_per_list_read: asidekit %v, sql %v; want asidekit's lower", a, s)
+	}
+	if n := metric(t, res, "asidekit", benchmarks.MetricInvalidationsPerWrite); n == 0 {
+		t.Error("asidekit: invalidations_per_write = 0")
+	}
+}
