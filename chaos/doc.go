@@ -28,6 +28,9 @@
 //   - converge: once writes stop, the cache holds what the table holds, for
 //     every key (keys whose last write's outcome is unknown are invalidated
 //     first, standing in for repo/cdc);
+//   - inspector: repo's Inspect, run then on every repository of one
+//     process, reports exactly the keys the converge check found divergent
+//     (its counts are in a note);
 //   - lock: no two holders whose fenced writes were both accepted held the
 //     lock at overlapping times, and the fenced register's history is
 //     linearizable (porcupine);

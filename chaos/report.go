@@ -41,7 +41,7 @@ type Report struct {
 func (r *Report) Failed() bool { return len(r.Violations) > 0 }
 
 // check runs every checker over the history.
-func (rn *run) check(conv convergence, rounds []loadRound, marks map[string]int64) *Report {
+func (rn *run) check(conv convergence, insp inspection, rounds []loadRound, marks map[string]int64) *Report {
 	ops := rn.hist.all()
 	faults := rn.inj.faults()
 	rep := &Report{Seed: rn.cfg.Seed, Config: rn.cfg, Faults: faults}
@@ -79,6 +79,20 @@ func (rn *run) check(conv convergence, rounds []loadRound, marks map[string]int6
 		rep.Notes = append(rep.Notes, "converge: "+conv.err.Error())
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("converge: %d keys whose last write's outcome was unknown were invalidated first (repo/cdc's job)", conv.ambiguous))
+
+	var ivs []Violation
+	for _, id := range disagree(conv.divergent, insp.ids) {
+		ivs = append(ivs, Violation{Check: "inspector", Key: id, At: rn.clk.now(),
+			Msg: fmt.Sprintf("key %d: the inspector and the converge check disagree (divergent %v, reported by the inspector %v)",
+				id, containsKey(conv.divergent, id), containsKey(insp.ids, id))})
+	}
+	row = add("inspector (agrees with converge)", int(insp.stats.Inspected), ivs, counts{}, repoOps, LinkCache, LinkPG)
+	row.Divergent = keyList(insp.ids)
+	if insp.err != nil {
+		row.Errors["check"]++
+		rep.Notes = append(rep.Notes, "inspector: "+insp.err.Error())
+	}
+	rep.Notes = append(rep.Notes, insp.note())
 
 	holds, vs := checkLock(ops)
 	add("lock (no overlapping fenced holders)", holds, vs, errs(OpHold), []Kind{OpHold, OpFenced}, LinkGuard, LinkPG)

@@ -76,8 +76,9 @@ func (rn *run) logf(format string, args ...any) {
 }
 
 // Run runs the workloads under the seed's faults for cfg.Duration, heals
-// the faults, waits for the cache to converge, runs the loads check and
-// checks the history. The Report holds the table; its FailureFile names
+// the faults, waits for the cache to converge, inspects it (repo's Inspect
+// on every repository of one process, whose verdict must agree with the
+// converge check's), runs the loads check and checks the history. The Report holds the table; its FailureFile names
 // the history written when a check failed. The error is for a run that
 // could not be carried out (no server, a bad DSN), not for violations.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -126,12 +127,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	conv := rn.converge(ctx, healed)
 	rn.logf("converged: %d divergent keys after %v", len(conv.divergent), conv.recovery)
+	insp := rn.inspect(ctx)
+	rn.logf("inspected: %d entries, %d violations", insp.stats.Inspected, insp.stats.Violations())
 	rounds := rn.burst(ctx)
 	marks, err := rn.marks(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rep := rn.check(conv, rounds, marks)
+	rep := rn.check(conv, insp, rounds, marks)
 	if len(rep.Violations) > 0 {
 		if rep.FailureFile, err = rn.writeFailure(rep); err != nil {
 			return rep, err

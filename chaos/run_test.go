@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) { testcontainers.Main(m) }
 
 // TestRun runs a short chaos run on real servers and checks that every
-// checker saw operations, that faults were injected, and that a correct
+// checker saw operations (the inspector, entries inspected), that faults were injected, and that a correct
 // build breaks no promise.
 func TestRun(t *testing.T) {
 	pg := testcontainers.Postgres(t)
@@ -37,15 +37,18 @@ func TestRun(t *testing.T) {
 	if len(rep.Faults) == 0 {
 		t.Error("no fault was injected")
 	}
-	if len(rep.Rows) != 7 {
-		t.Fatalf("%d rows, want 7", len(rep.Rows))
+	if len(rep.Rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(rep.Rows))
+	}
+	if row := rep.Rows[2]; !strings.HasPrefix(row.Check, "inspector") || row.Operations == 0 {
+		t.Errorf("row 3 = %+v, want the inspector's with entries inspected", row)
 	}
 	for _, row := range rep.Rows {
 		if row.Operations == 0 {
 			t.Errorf("%s: no operations", row.Check)
 		}
 	}
-	if want := 2 * len(hotStrategies); rep.Rows[6].Operations != want {
+	if want := 2 * len(hotStrategies); rep.Rows[7].Operations != want {
 		t.Errorf("loads: %d rounds, want %d", rep.Rows[6].Operations, want)
 	}
 	for _, v := range rep.Violations {
