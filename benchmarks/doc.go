@@ -50,7 +50,12 @@
 // service's requests (a fail-open limiter, reads, writes and serial numbers
 // through a Kit) while the processes' Redis link is cut, then stalled, and
 // counts throughput, errors, duplicate serials and reads older than an
-// acknowledged write, before and after the restore and after a restart.
+// acknowledged write, before and after the restore and after a restart;
+// query (RunQuery) lists pages of Zipf-popular categories from N
+// processes while 5% of the operations change rows, uncached, through
+// TTL'd id lists, through repo.NewQuery and through repo.NewQuery with
+// plain-SQL writes seen by repo/cdc, and judges each whole list read
+// against the history of writes (stale_list_reads).
 // Two workloads serve other libraries' local tiers too: RunHotKey reads a
 // few warm keys from concurrent callers (ops/s, p50/p99), and
 // RunOutsideWrite deletes their Redis keys with a plain DEL from another

@@ -2,6 +2,7 @@ package benchmarks_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/asidekit/asidekit/benchmarks"
@@ -50,5 +51,30 @@ func TestQuery_real(t *testing.T) {
 	}
 	if n := metric(t, res, "asidekit", benchmarks.MetricInvalidationsPerWrite); n == 0 {
 		t.Error("asidekit: invalidations_per_write = 0")
+	}
+}
+
+// On the embedded backend the counts hold: asidekit's lists are never
+// stale, and asidekit_cdc is skipped with a note.
+func TestQuery_embedded(t *testing.T) {
+	ctx := context.Background()
+	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	res, err := benchmarks.RunQuery(ctx, env, benchmarks.TestQueryParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logRows(t, res)
+	if res.Row("asidekit_cdc") != nil || len(res.Notes) == 0 || !strings.HasPrefix(res.Notes[0], "asidekit_cdc: skipped") {
+		t.Errorf("asidekit_cdc not skipped with a note: %v", res.Notes)
+	}
+	if n := metric(t, res, "asidekit", benchmarks.MetricStaleListReads); n != 0 {
+		t.Errorf("asidekit: stale_list_reads = %v, want 0", n)
+	}
+	if n := metric(t, res, "asidekit", benchmarks.MetricListReads); n == 0 {
+		t.Error("asidekit: no list read")
 	}
 }

@@ -9,7 +9,9 @@
 //
 // SCENARIO is hit, penetration, avalanche, breakdown, seqgen, outofband
 // (PostgreSQL with wal_level=logical only), local_invalidation, outage
-// (a standalone Redis and PostgreSQL with wal_level=logical only) or all.
+// (a standalone Redis and PostgreSQL with wal_level=logical only), query
+// (its asidekit_cdc variant on PostgreSQL with wal_level=logical only) or
+// all.
 //
 // With no server named (by -redis, -redis-cluster, -postgres or the
 // ASIDEKIT_REDIS_ADDR, ASIDEKIT_REDIS_CLUSTER_ADDRS and
@@ -50,7 +52,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage"}
+var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage", "query"}
 
 type options struct {
 	redis, cluster, postgres string

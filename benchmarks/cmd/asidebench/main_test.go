@@ -96,7 +96,7 @@ func TestParseScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,outage" {
+	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,outage,query" {
 		t.Errorf("all expanded to %v", got)
 	}
 	got, err = parseScenarios([]string{"breakdown", "hit", "breakdown"})

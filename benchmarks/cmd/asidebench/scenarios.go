@@ -51,6 +51,22 @@ func (o *options) outageParams() benchmarks.OutageParams {
 	return p
 }
 
+// queryParams returns the query scenario's sizes for o: quick or
+// default, with -instances and -goroutines applied.
+func (o *options) queryParams() benchmarks.QueryParams {
+	p := benchmarks.DefaultQueryParams()
+	if o.quick {
+		p = benchmarks.QuickQueryParams()
+	}
+	if o.instances > 0 {
+		p.Instances = o.instances
+	}
+	if o.goroutines > 0 {
+		p.Goroutines = o.goroutines
+	}
+	return p
+}
+
 // runScenarios runs each scenario, prints its table, then writes the JSON
 // file and the report. It returns the exit status.
 func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
@@ -115,6 +131,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, o options, p benchmarks.Pa
 		return benchmarks.RunLocalInvalidation(ctx, env, p.LocalInvalidation)
 	case "outage":
 		return benchmarks.RunOutage(ctx, env, o.outageParams())
+	case "query":
+		return benchmarks.RunQuery(ctx, env, o.queryParams())
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }
