@@ -142,7 +142,8 @@ func RunQuery(ctx context.Context, env *Env, p QueryParams) (Result, error) {
 	}
 	res.Notes = append(res.Notes,
 		"stale_list_reads: reads of page 1 of a checked category (read whole) missing a write completed before the read began; writes concurrent with a read count either way",
-		"db_queries_per_list_read: SQL statements issued on behalf of list reads (writes excluded)")
+		"db_queries_per_list_read: SQL statements issued on behalf of list reads (writes excluded), after a warm-up reading every category once",
+		"writes: half pick a row of a checked (most popular) category; moves and inserts go to a Zipf-chosen category, so most writes invalidate a list read right after")
 	if res.Row("asidekit_cdc") != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("asidekit_cdc: a write counts as completed %v after its COMMIT (the CDC window)", p.CDCWindow))
 	}
