@@ -119,7 +119,12 @@ func TestGenerator_Next_redisRestartNeverRepeats(t *testing.T) {
 	srv := testcontainers.NewRedisServer(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = client.Close() })
-	g := newGen(t, client, e.pg.DB, e.opts(func(o *seqgen.Options) { o.Segment = 10 }))
+	g := newGen(t, client, e.pg.DB, e.opts(func(o *seqgen.Options) {
+		o.Segment = 10
+		// A stopped server refuses at once; a generous bound keeps a busy
+		// machine's slow reply from counting as a fallback while it runs.
+		o.RedisTimeout = 5 * time.Second
+	}))
 	issued := map[string]bool{}
 	record := func(s string) {
 		t.Helper()
