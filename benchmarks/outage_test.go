@@ -14,11 +14,7 @@ import (
 
 func TestOutage_embeddedSkips(t *testing.T) {
 	ctx := context.Background()
-	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := embeddedEnv(t)
 	res, err := benchmarks.RunOutage(ctx, env, benchmarks.QuickOutageParams())
 	if err != nil {
 		t.Fatal(err)
@@ -46,17 +42,7 @@ func TestOutage_real(t *testing.T) {
 	opts := append(testcontainers.GoleakOptions(goleak.IgnoreCurrent()),
 		goleak.IgnoreAnyFunction("github.com/asidekit/asidekit/repo.(*upkeepRetrier).loop"))
 	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
-	pg := testcontainers.LogicalPostgres(t)
-	rd := testcontainers.Redis(t)
-	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	env := logicalEnv(t)
 	p := benchmarks.OutageParams{Load: benchmarks.Load{Instances: 2, Goroutines: 4}, Rows: 200, Hot: 20,
 		Before: 500 * time.Millisecond, Fault: 2 * time.Second, After: time.Second, OutOfBandRate: 50}
 	res, err := benchmarks.RunOutage(context.Background(), env, p)

@@ -7,16 +7,11 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/benchmarks"
-	"github.com/asidekit/asidekit/testcontainers"
 )
 
 func TestOutOfBand_embeddedSkips(t *testing.T) {
 	ctx := context.Background()
-	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := embeddedEnv(t)
 	res, err := benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
 	if err != nil {
 		t.Fatal(err)
@@ -29,17 +24,7 @@ func TestOutOfBand_embeddedSkips(t *testing.T) {
 // On a logical-replication server, ttl_only leaves rows stale and inserted
 // ids "not found"; cdc and cdc_restart leave nothing behind.
 func TestOutOfBand_real(t *testing.T) {
-	pg := testcontainers.LogicalPostgres(t)
-	rd := testcontainers.Redis(t)
-	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	env := logicalEnv(t)
 	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second}
 	res, err := benchmarks.RunOutOfBand(context.Background(), env, p)
 	if err != nil {

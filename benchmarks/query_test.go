@@ -6,24 +6,13 @@ import (
 	"testing"
 
 	"github.com/asidekit/asidekit/benchmarks"
-	"github.com/asidekit/asidekit/testcontainers"
 )
 
 // On real servers, asidekit's lists miss no completed write while
 // ttl_lists' do, the uncached sql variant passes the same check (no false
 // alarms), and asidekit reads the database less than sql.
 func TestQuery_real(t *testing.T) {
-	pg := testcontainers.LogicalPostgres(t)
-	rd := testcontainers.Redis(t)
-	env, err := benchmarks.Open(context.Background(), benchmarks.Config{RedisAddr: rd.Addrs[0], PostgresDSN: pg.DSN, DBPool: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	env := logicalEnv(t)
 	res, err := benchmarks.RunQuery(context.Background(), env, benchmarks.TestQueryParams())
 	if err != nil {
 		t.Fatal(err)
@@ -58,11 +47,7 @@ func TestQuery_real(t *testing.T) {
 // stale, and asidekit_cdc is skipped with a note.
 func TestQuery_embedded(t *testing.T) {
 	ctx := context.Background()
-	env, err := benchmarks.Open(ctx, benchmarks.Config{Embedded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	env := embeddedEnv(t)
 	res, err := benchmarks.RunQuery(ctx, env, benchmarks.TestQueryParams())
 	if err != nil {
 		t.Fatal(err)
