@@ -130,24 +130,7 @@ func testLostInvalidation(t *testing.T, acks int) {
 	key, master, replica := r.cached(t, ctx, "1")
 
 	// The replica stops hearing its master.
-	if err := replica.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer mc.Close()
-	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, ctx, master.Addr+" has no replica", func() error {
-		info, err := mc.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "connected_slaves:0") {
-			return errors.New("a replica is still connected")
-		}
-		return nil
-	})
+	cutReplica(t, ctx, master, replica)
 
 	// The write: the database, then the invalidation, which the master
 	// acknowledges.
@@ -268,6 +251,31 @@ func TestFailover_replicaNeverAcks(t *testing.T) {
 	if u := r.get(t, ctx, "1"); u.Ver != 3 {
 		t.Fatalf("after a new replica synced: Get = %+v, want version 3", u)
 	}
+}
+
+// cutReplica pauses replica and disconnects it from master, and waits
+// until master counts no replica: from then on master's writes reach no
+// replica.
+func cutReplica(t *testing.T, ctx context.Context, master, replica *testcontainers.RedisServer) {
+	t.Helper()
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, master.Addr+" has no replica", func() error {
+		info, err := mc.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "connected_slaves:0") {
+			return errors.New("a replica is still connected")
+		}
+		return nil
+	})
 }
 
 // waitInSync waits until replica has processed every write master has.
@@ -441,24 +449,7 @@ func testFailoverHistory(t *testing.T, acks int) {
 	}
 	waitInSync(t, ctx, master, replica)
 	onMaster := h.on(t, ctx, master)
-	if err := replica.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer mc.Close()
-	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, ctx, master.Addr+" has no replica", func() error {
-		info, err := mc.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "connected_slaves:0") {
-			return errors.New("a replica is still connected")
-		}
-		return nil
-	})
+	cutReplica(t, ctx, master, replica)
 	h.steps(t, ctx, rnd, 60, onMaster)
 	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))], onMaster)
 
