@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func (inv *Invalidator) Position(ctx context.Context) (LSN, error) {
 	conn, err := pgx.Connect(ctx, inv.dsn)
 	if err != nil {
-		return 0, fmt.Errorf("cdc: connect: %w", err)
+		return 0, ctxErr(ctx, fmt.Errorf("cdc: connect: %w", err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return position(ctx, conn)
@@ -48,12 +49,12 @@ func position(ctx context.Context, conn *pgx.Conn) (LSN, error) {
 func (inv *Invalidator) CatchUp(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, inv.dsn)
 	if err != nil {
-		return fmt.Errorf("cdc: connect: %w", err)
+		return ctxErr(ctx, fmt.Errorf("cdc: connect: %w", err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	target, err := position(ctx, conn)
 	if err != nil {
-		return err
+		return ctxErr(ctx, err)
 	}
 	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
 	for {
@@ -64,7 +65,7 @@ func (inv *Invalidator) CatchUp(ctx context.Context) error {
 		err := conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
 			inv.o.Slot).Scan(&confirmed)
 		if err != nil && err != pgx.ErrNoRows {
-			return fmt.Errorf("cdc: slot position: %w", err)
+			return ctxErr(ctx, fmt.Errorf("cdc: slot position: %w", err))
 		}
 		if confirmed != nil {
 			var lsn LSN
@@ -76,4 +77,14 @@ func (inv *Invalidator) CatchUp(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// ctxErr makes err match ctx's error when ctx has ended: a dial or a
+// query cut short by a deadline reports "i/o timeout", which callers
+// could not tell from a server that does not answer.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
