@@ -39,7 +39,7 @@ func WriteReport(dir string, results []Result, command string) error {
 	}
 	b.WriteString("\n")
 	if len(results) > 0 {
-		fmt.Fprintf(&b, "Backend: **%s**.\n\n", results[0].Backend)
+		fmt.Fprintf(&b, "Backend: **%s**.\n\n", results[0].Conditions())
 		if strings.Contains(results[0].Backend, "in-process") {
 			b.WriteString("> The embedded backend (miniredis and/or SQLite in the benchmark's own process) " +
 				"shows the counts faithfully, but its latencies and throughput are not representative " +

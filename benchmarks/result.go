@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 )
@@ -44,6 +45,11 @@ type Result struct {
 	// Notes are remarks printed under the table (e.g. "latencies on the
 	// embedded backend are not representative").
 	Notes []string
+	// Busy is the number of threads a burner process kept spinning during
+	// the run (asidebench -busy, asidepeers -busy: one per core), 0 on a
+	// machine left quiet. The commands set it; the tables, reports and JSON
+	// show it.
+	Busy int
 }
 
 // Row is one variant's metrics.
@@ -148,7 +154,8 @@ func roundTo(v float64, d int) float64 {
 	return math.Round(v*p) / p
 }
 
-// MarshalJSON writes {"scenario", "backend", "params", "results", "notes"}.
+// MarshalJSON writes {"scenario", "backend", "busy", "params", "results",
+// "notes"}; "busy" (the burner's spinners) only for a busy run.
 func (res Result) MarshalJSON() ([]byte, error) {
 	rows := res.Rows
 	if rows == nil {
@@ -157,8 +164,18 @@ func (res Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Scenario string   `json:"scenario"`
 		Backend  string   `json:"backend"`
+		Busy     int      `json:"busy,omitempty"`
 		Params   any      `json:"params"`
 		Results  []Row    `json:"results"`
 		Notes    []string `json:"notes,omitempty"`
-	}{res.Scenario, res.Backend, res.Params, rows, res.Notes})
+	}{res.Scenario, res.Backend, res.Busy, res.Params, rows, res.Notes})
+}
+
+// Conditions describes the run's backend and, for a busy run, the burner:
+// "redis 127.0.0.1:6379 + postgresql, busy: 2 spinning threads".
+func (res *Result) Conditions() string {
+	if res.Busy == 0 {
+		return res.Backend
+	}
+	return fmt.Sprintf("%s, busy: %d spinning threads", res.Backend, res.Busy)
 }

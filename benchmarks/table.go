@@ -13,7 +13,7 @@ import (
 // WriteTable prints res as an aligned table: one line per variant, one
 // column per metric (in first-seen order), then the notes.
 func WriteTable(w io.Writer, res Result) error {
-	fmt.Fprintf(w, "== %s  [%s]\n", res.Scenario, res.Backend)
+	fmt.Fprintf(w, "== %s  [%s]\n", res.Scenario, res.Conditions())
 	cols := columns(res.Rows)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "variant\t")

@@ -24,6 +24,12 @@
 // show the effects more clearly. The embedded backend uses one step smaller
 // sizes (its servers share the benchmark's CPU).
 //
+// -busy runs the scenarios on a busy machine: a burner process (this
+// executable started again) spins one thread per core for the run, as
+// `make stress-test` does next to the tests, and is stopped when the run
+// ends, however it ends. The tables, the JSON ("busy") and the report say
+// so.
+//
 // On PostgreSQL it creates a fresh database for the run and drops it at the
 // end; in Redis it writes under a key namespace unique to the run and
 // deletes those keys at the end.
@@ -40,15 +46,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/internal/burn"
 )
 
 func main() {
+	burn.Child() // -busy starts this executable again as its burner
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -56,7 +65,7 @@ var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "se
 
 type options struct {
 	redis, cluster, postgres string
-	embedded, quick          bool
+	embedded, quick, busy    bool
 	jsonFile, outDir         string
 	instances, goroutines    int
 	progress                 string
@@ -69,6 +78,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated Redis Cluster seed `ADDRS` (default $ASIDEKIT_REDIS_CLUSTER_ADDRS)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL `DSN` of a user that may create databases (default $ASIDEKIT_POSTGRES_DSN, else SQLite)")
 	fs.BoolVar(&o.embedded, "embedded", false, "use the embedded backend even if servers are configured")
+	fs.BoolVar(&o.busy, "busy", false, "keep every core busy during the run: a burner process spins one thread per core (as make stress-test), stopped when the run ends")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes: all scenarios finish in about a minute (smaller still on the embedded backend)")
 	fs.StringVar(&o.jsonFile, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&o.outDir, "out", "", "write report.md and PNG charts to `DIR`")
@@ -130,7 +140,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "asidebench:", err)
 		return 1
 	}
-	code := runScenarios(ctx, env, o, scenarios, prog, stdout, stderr, args)
+	var busy *burn.Process // nil: a quiet run
+	if o.busy {
+		if busy, err = burn.Start(runtime.NumCPU()); err != nil {
+			fmt.Fprintln(stderr, "asidebench:", err)
+			_ = env.Close()
+			return 1
+		}
+		// Stopped below, or here on a panic; a killed run's burner exits as
+		// its input ends.
+		defer busy.Stop()
+	}
+	code := runScenarios(ctx, env, o, busy.Spinners(), scenarios, prog, stdout, stderr, args)
+	if err := busy.Stop(); err != nil {
+		fmt.Fprintln(stderr, "asidebench:", err)
+		code = max(code, 1)
+	}
 	if err := env.Close(); err != nil {
 		fmt.Fprintln(stderr, "asidebench: cleanup:", err)
 		code = max(code, 1)

@@ -2,14 +2,23 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/asidekit/asidekit/internal/burn"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-func TestMain(m *testing.M) { testcontainers.Main(m) }
+func TestMain(m *testing.M) {
+	burn.Child() // TestRun_busy starts the test binary again as its burner
+	testcontainers.Main(m)
+}
 
 // deadAddr returns a loopback address nothing listens on.
 func deadAddr(t *testing.T) string {
@@ -112,5 +121,28 @@ func TestCommandLine_hidesDSN(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "-quick -postgres='<dsn>' all") {
 		t.Errorf("commandLine = %s", got)
+	}
+}
+
+// TestRun_busy: -busy runs the scenarios next to a burner (this test
+// binary started again, see TestMain) and says so in the table and the
+// JSON; the burner is stopped when run returns.
+func TestRun_busy(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "out.json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"-busy", "-embedded", "-quick", "-progress", "never", "-json", file, "seqgen"}, &out, &errb); code != 0 {
+		t.Fatalf("run = %d; stderr:\n%s", code, errb.String())
+	}
+	want := fmt.Sprintf("busy: %d spinning threads]", runtime.NumCPU())
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("table does not say %q:\n%s", want, out.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []struct{ Busy int }
+	if err := json.Unmarshal(b, &results); err != nil || len(results) != 1 || results[0].Busy != runtime.NumCPU() {
+		t.Errorf("JSON %s (%v): want one result with \"busy\": %d", b, err, runtime.NumCPU())
 	}
 }

@@ -68,12 +68,16 @@ func (o *options) queryParams() benchmarks.QueryParams {
 }
 
 // runScenarios runs each scenario, prints its table, then writes the JSON
-// file and the report. It returns the exit status.
-func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
+// file and the report. busy is the burner's spinning threads (0: quiet),
+// stamped on every result. It returns the exit status.
+func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
 	p := o.params(env.Embedded())
 	fmt.Fprintf(stdout, "asidebench: backend %s, namespace %s\n", env.Backend, env.Namespace)
 	if env.Embedded() {
 		fmt.Fprintln(stdout, "asidebench: embedded backend: counts are faithful, latencies are not representative")
+	}
+	if busy > 0 {
+		fmt.Fprintf(stdout, "asidebench: busy: a burner process spins %d threads for the run\n", busy)
 	}
 	fmt.Fprintln(stdout)
 	var results []benchmarks.Result
@@ -90,6 +94,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 			fmt.Fprintf(stderr, "asidebench: %s: %v\n", s, err)
 			return 1
 		}
+		res.Busy = busy
 		results = append(results, res)
 		if err := benchmarks.WriteTable(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "asidebench:", err)

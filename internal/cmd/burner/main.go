@@ -1,7 +1,8 @@
 // Command burner keeps every core busy until it is killed: one goroutine
-// per GOMAXPROCS spinning on arithmetic. `make stress-test` runs it next to
-// the timing-sensitive tests, so that they run as on a machine with no CPU
-// to spare.
+// per GOMAXPROCS spinning on arithmetic (burn.Spin). `make stress-test`
+// runs it next to the timing-sensitive tests, so that they run as on a
+// machine with no CPU to spare; asidebench -busy and asidepeers -busy run
+// the same spinners (burn.Start).
 //
 //	go run ./internal/cmd/burner &   # -n 4 for four spinners
 //
@@ -14,9 +15,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/burn"
 )
 
 func main() {
@@ -27,11 +29,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "burner: -n must be at least 1")
 		os.Exit(2)
 	}
-	for range *n {
-		go spin()
-	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	burn.Spin(*n)
 	var after <-chan time.Time
 	if *limit > 0 {
 		after = time.After(*limit)
@@ -40,18 +40,5 @@ func main() {
 	select {
 	case <-stop:
 	case <-after:
-	}
-}
-
-// sink keeps the compiler from removing spin's loop.
-var sink atomic.Uint64
-
-func spin() {
-	x := uint64(1)
-	for {
-		for range 1 << 20 {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-		sink.Store(x)
 	}
 }

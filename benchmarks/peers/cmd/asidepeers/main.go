@@ -23,6 +23,11 @@
 // rounds, and the rounds are folded into one table (counts: means per
 // round; ns/op and latency percentiles: medians; max: the largest).
 //
+// -busy runs the comparison on a busy machine: a burner process (this
+// executable started again) spins one thread per core for the run, as
+// `make stress-test` does, and is stopped when the run ends, however it
+// ends; the tables, the JSON and the Markdown say so.
+//
 // The servers come from -redis and -postgres, or from ASIDEKIT_REDIS_ADDR
 // and ASIDEKIT_POSTGRES_DSN (ASIDEKIT_REDIS_CLUSTER_ADDRS is ignored: the
 // comparison runs on a standalone Redis); with neither, asidepeers refuses to run unless
@@ -43,6 +48,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -50,9 +56,11 @@ import (
 
 	"github.com/asidekit/asidekit/benchmarks"
 	"github.com/asidekit/asidekit/benchmarks/peers"
+	"github.com/asidekit/asidekit/internal/burn"
 )
 
 func main() {
+	burn.Child() // -busy starts this executable again as its burner
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -60,7 +68,7 @@ var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outs
 
 type options struct {
 	redis, postgres       string
-	embedded, quick       bool
+	embedded, quick, busy bool
 	rounds                int
 	instances, goroutines int
 	jsonFile, mdFile      string
@@ -72,6 +80,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.redis, "redis", "", "standalone Redis `ADDR` (default $ASIDEKIT_REDIS_ADDR)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL `DSN` of a user that may create databases (default $ASIDEKIT_POSTGRES_DSN)")
 	fs.BoolVar(&o.embedded, "embedded", false, "run on in-process miniredis + SQLite (counts only; latencies mean nothing)")
+	fs.BoolVar(&o.busy, "busy", false, "keep every core busy during the run: a burner process spins one thread per core (as make stress-test), stopped when the run ends")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes and two rounds")
 	fs.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (`N`; default 2 with -quick, else 3)")
 	fs.IntVar(&o.instances, "instances", 0, "simulated processes in penetration and breakdown (`N`; default 2 with -quick, else 4)")
@@ -120,7 +129,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "asidepeers:", err)
 		return 1
 	}
-	code := runScenarios(ctx, env, o, scenarios, stdout, stderr, args)
+	var busy *burn.Process // nil: a quiet run
+	if o.busy {
+		if busy, err = burn.Start(runtime.NumCPU()); err != nil {
+			fmt.Fprintln(stderr, "asidepeers:", err)
+			_ = env.Close()
+			return 1
+		}
+		// Stopped below, or here on a panic; a killed run's burner exits as
+		// its input ends.
+		defer busy.Stop()
+	}
+	code := runScenarios(ctx, env, o, busy.Spinners(), scenarios, stdout, stderr, args)
+	if err := busy.Stop(); err != nil {
+		fmt.Fprintln(stderr, "asidepeers:", err)
+		code = max(code, 1)
+	}
 	if err := env.Close(); err != nil {
 		fmt.Fprintln(stderr, "asidepeers: cleanup:", err)
 		code = max(code, 1)
@@ -192,12 +216,16 @@ func parseScenarios(args []string) ([]string, error) {
 }
 
 // runScenarios runs and prints each scenario, then the summary, then
-// writes the files. It returns the exit status.
-func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios []string, stdout, stderr io.Writer, args []string) int {
+// writes the files. busy is the burner's spinning threads (0: quiet),
+// stamped on every result. It returns the exit status.
+func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int, scenarios []string, stdout, stderr io.Writer, args []string) int {
 	p := o.params()
 	fmt.Fprintf(stdout, "asidepeers: backend %s, namespace %s, %d interleaved rounds per scenario\n", env.Backend, env.Namespace, p.Rounds)
 	if env.Embedded() {
 		fmt.Fprintln(stdout, "asidepeers: embedded backend: counts are faithful, latencies are not representative")
+	}
+	if busy > 0 {
+		fmt.Fprintf(stdout, "asidepeers: busy: a burner process spins %d threads for the run\n", busy)
 	}
 	fmt.Fprintln(stdout)
 	progress := func(scenario string, round, rounds int) {
@@ -226,6 +254,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 			fmt.Fprintf(stderr, "asidepeers: %s: %v\n", s, err)
 			return 1
 		}
+		res.Busy = busy
 		results = append(results, res)
 		if err := benchmarks.WriteTable(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "asidepeers:", err)
@@ -245,7 +274,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, scenarios
 	}
 	if o.mdFile != "" {
 		err := writeFile(o.mdFile, func(w io.Writer) error {
-			fmt.Fprintf(w, "Measured on %s, %s, with:\n\n    %s\n\n", env.Backend, time.Now().UTC().Format("2006-01-02"), commandLine(args))
+			fmt.Fprintf(w, "Measured on %s, %s, with:\n\n    %s\n\n", results[0].Conditions(), time.Now().UTC().Format("2006-01-02"), commandLine(args))
 			for _, line := range summary {
 				fmt.Fprintf(w, "- %s\n", line)
 			}

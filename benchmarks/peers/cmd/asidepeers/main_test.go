@@ -7,10 +7,14 @@ import (
 	"testing"
 
 	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/internal/burn"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-func TestMain(m *testing.M) { testcontainers.Main(m) }
+func TestMain(m *testing.M) {
+	burn.Child() // TestRun_busy starts the test binary again as its burner
+	testcontainers.Main(m)
+}
 
 // TestRun_badUsage: bad flags and scenarios exit 2 with a message and
 // connect to nothing; -h exits 0.
