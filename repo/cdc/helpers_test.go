@@ -42,13 +42,13 @@ type env struct {
 	slot string
 }
 
-func newEnv(t *testing.T, rdb redis.UniversalClient, ns string) *env {
+func newEnv(t testing.TB, rdb redis.UniversalClient, ns string) *env {
 	t.Helper()
 	return newEnvOn(t, testcontainers.LogicalPostgres(t), rdb, ns)
 }
 
 // newEnvOn is newEnv on the database pg.
-func newEnvOn(t *testing.T, pg *testcontainers.PostgresDB, rdb redis.UniversalClient, ns string) *env {
+func newEnvOn(t testing.TB, pg *testcontainers.PostgresDB, rdb redis.UniversalClient, ns string) *env {
 	t.Helper()
 	if err := sample.Migrate(pg.DB); err != nil {
 		t.Fatal(err)
@@ -70,14 +70,14 @@ func newEnvOn(t *testing.T, pg *testcontainers.PostgresDB, rdb redis.UniversalCl
 		slot: "test_" + strconv.FormatUint(rand.Uint64(), 36)}
 }
 
-func redisEnv(t *testing.T) *env {
+func redisEnv(t testing.TB) *env {
 	rn := testcontainers.Redis(t)
 	return newEnv(t, rn.Client, rn.Namespace)
 }
 
 // invalidator returns an Invalidator of the users table on the test's slot,
 // and drops the slot at cleanup (before the database is dropped).
-func (e *env) invalidator(t *testing.T, o cdc.Options) *cdc.Invalidator {
+func (e *env) invalidator(t testing.TB, o cdc.Options) *cdc.Invalidator {
 	t.Helper()
 	if o.Slot == "" {
 		o.Slot = e.slot
@@ -114,7 +114,7 @@ func (e *env) invalidator(t *testing.T, o cdc.Options) *cdc.Invalidator {
 
 // run runs inv until the returned stop is called (at cleanup at the
 // latest); stop waits for Run to return.
-func run(t *testing.T, inv *cdc.Invalidator) (stop func()) {
+func run(t testing.TB, inv *cdc.Invalidator) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -133,7 +133,7 @@ func run(t *testing.T, inv *cdc.Invalidator) (stop func()) {
 }
 
 // sync waits until inv has applied every transaction committed so far.
-func (e *env) sync(t *testing.T, inv *cdc.Invalidator) {
+func (e *env) sync(t testing.TB, inv *cdc.Invalidator) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
@@ -143,7 +143,7 @@ func (e *env) sync(t *testing.T, inv *cdc.Invalidator) {
 	}
 }
 
-func (e *env) currentLSN(t *testing.T) cdc.LSN {
+func (e *env) currentLSN(t testing.TB) cdc.LSN {
 	t.Helper()
 	var s string
 	if err := e.db.Raw("SELECT pg_current_wal_lsn()::text").Scan(&s).Error; err != nil {
@@ -171,7 +171,7 @@ func (e *env) slotConfirmed(t *testing.T, slot string) cdc.LSN {
 }
 
 // exec runs plain SQL, outside the repository.
-func (e *env) exec(t *testing.T, sql string, args ...any) {
+func (e *env) exec(t testing.TB, sql string, args ...any) {
 	t.Helper()
 	if err := e.db.Exec(sql, args...).Error; err != nil {
 		t.Fatalf("%s: %v", sql, err)
