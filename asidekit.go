@@ -29,6 +29,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/internal/nodeguard"
 	"github.com/asidekit/asidekit/seqgen"
 )
 
@@ -51,16 +52,24 @@ type Config struct {
 	// Cache holds the cache's other options; its Namespace must be empty
 	// or equal Namespace. Default nil: cacheaside's defaults.
 	Cache *cacheaside.Options
+	// Guard configures the node guard New installs on Redis (see
+	// GuardOptions). Default nil: a guard with GuardOptions' defaults.
+	// With a guard, the Cache's own breaker is off unless
+	// Cache.BreakerThreshold is set: the guard plays its part.
+	Guard *GuardOptions
 }
 
 // Kit builds a service's components with its Config. Close closes the
 // Cache it made.
 type Kit struct {
-	cfg   Config
-	cache *cacheaside.Cache
+	cfg     Config
+	cache   *cacheaside.Cache
+	guards  *nodeguard.Set // nil: none installed
+	release func()         // of the guards' registration
 }
 
-// New checks cfg and makes the service's Cache.
+// New checks cfg, installs the node guard on cfg.Redis (see
+// GuardOptions) and makes the service's Cache.
 func New(cfg Config) (*Kit, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("%w: Namespace is required (the service's name), so that two services never share keys", ErrInvalid)
@@ -75,12 +84,24 @@ func New(cfg Config) (*Kit, error) {
 	if err := sameNamespace("cacheaside.Options", &co.Namespace, cfg.Namespace); err != nil {
 		return nil, err
 	}
+	if g := cfg.Guard; g != nil && (g.Threshold < 0 || g.Cooldown < 0) {
+		return nil, fmt.Errorf("%w: GuardOptions Threshold %d, Cooldown %v: negative", ErrInvalid, g.Threshold, g.Cooldown)
+	}
+	guards, release := installGuard(cfg)
+	if guards != nil && co.BreakerThreshold == 0 {
+		// The guard is the Cache's breaker: it fails a call at once while
+		// the node is down and lets reads use Redis again (and wakes the
+		// invalidation retrier) the moment a probe finds it back, where a
+		// breaker of the Cache's own would wait out its cooldown.
+		co.BreakerThreshold = -1
+	}
 	c, err := cacheaside.New(cfg.Redis, &co)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	warnClient(cfg.Redis)
-	return &Kit{cfg: cfg, cache: c}, nil
+	return &Kit{cfg: cfg, cache: c, guards: guards, release: release}, nil
 }
 
 // sameNamespace sets *ns to want when empty, and refuses another value.
@@ -101,8 +122,12 @@ func (k *Kit) Namespace() string { return k.cfg.Namespace }
 // Cache returns the service's Cache (for cacheaside.NewEntity and repo.New).
 func (k *Kit) Cache() *cacheaside.Cache { return k.cache }
 
-// Close closes the Cache.
-func (k *Kit) Close() error { return k.cache.Close() }
+// Close closes the Cache and releases the Kit's share of the node guard
+// (its hooks stay on the client).
+func (k *Kit) Close() error {
+	k.release()
+	return k.cache.Close()
+}
 
 // FilterOptions returns a copy of opts (nil: bloom's defaults) in the
 // Kit's namespace, for repo.Options.Filter or bloom.New. It panics when

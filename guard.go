@@ -1,0 +1,60 @@
+package asidekit
+
+import (
+	"time"
+
+	"github.com/asidekit/asidekit/internal/nodeguard"
+)
+
+// GuardOptions configure the node guard New installs on Config.Redis: a
+// go-redis hook per Redis node (per node of a Cluster client) that every
+// component of the Kit calls through, so that they all see one health per
+// node. After Threshold consecutive calls the node did not answer, every
+// call fails at once (an error no package takes for a server reply, so
+// each takes its fail-open path: the cache and Bloom filter read the
+// database, the limiter answers by its fail policy, seqgen issues from
+// the database) until one call per Cooldown finds the node back. Each
+// call is also bounded by CallTimeout. The hook stays on the client
+// after Close and guards the client's other calls too.
+type GuardOptions struct {
+	// Disabled installs no guard: each package then bounds and breaks
+	// its own calls only.
+	Disabled bool
+	// Threshold is the number of consecutive failed calls to a node that
+	// open its breaker. Default 3.
+	Threshold int
+	// Cooldown is how long a node's breaker stays open before one call
+	// probes it. Default 500 ms.
+	Cooldown time.Duration
+	// CallTimeout bounds each command, and each pipeline of at most 16
+	// commands, when the caller's context allows longer; the caller's
+	// earlier deadline wins. Blocking commands (BLPOP, WAIT, XREAD
+	// BLOCK, ...), pub/sub and bigger pipelines are not bounded. It
+	// cuts a call short on a client with ContextTimeoutEnabled (as
+	// RecommendedTimeout's settings have); on another the client's read
+	// and write timeouts bound each call. Default RecommendedTimeout
+	// (250 ms); negative: none.
+	CallTimeout time.Duration
+}
+
+// installGuard installs the node guard on cfg.Redis; release undoes its
+// registration (the hooks stay on the client).
+func installGuard(cfg Config) (*nodeguard.Set, func()) {
+	var o GuardOptions
+	if cfg.Guard != nil {
+		o = *cfg.Guard
+	}
+	if o.Disabled {
+		return nil, func() {}
+	}
+	return nodeguard.Install(cfg.Redis, nodeguard.Options{Threshold: o.Threshold, Cooldown: o.Cooldown, Timeout: o.CallTimeout})
+}
+
+// RedisNodesDown returns how many of the Redis nodes the Kit has called
+// are known down (their guard's breaker open); 0 without a guard.
+func (k *Kit) RedisNodesDown() int {
+	if k.guards == nil {
+		return 0
+	}
+	return k.guards.Down()
+}

@@ -1,0 +1,9 @@
+package nodeguard
+
+import (
+	"testing"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+func TestMain(m *testing.M) { testcontainers.Main(m) }

@@ -1,0 +1,207 @@
+// Package nodeguard gives every component of one Kit the same view of a
+// Redis node's health: a go-redis hook, installed once per node, that
+// keeps one breaker for the node and bounds each call with a deadline of
+// its own. While the node is known down a call fails at once with
+// ErrDown instead of paying a timeout (and the client's retries) per call
+// and per component; one call per cooldown probes the node (half-open),
+// and its success closes the breaker for every component at once.
+package nodeguard
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/breaker"
+)
+
+// ErrDown is returned, without calling Redis, by a call made while the
+// node's breaker is open. It is not a server reply: every package counts
+// it as Redis being unavailable and takes its fail-open path.
+var ErrDown = errors.New("asidekit: redis node down (breaker open)")
+
+// Options configure the guard of one node. Zero fields take the defaults.
+type Options struct {
+	// Threshold is the number of consecutive failed calls that open the
+	// breaker. Default DefaultThreshold.
+	Threshold int
+	// Cooldown is how long the breaker stays open before one call probes
+	// the node. Default DefaultCooldown.
+	Cooldown time.Duration
+	// Timeout bounds each call (a command, or a pipeline of at most
+	// MaxBoundedPipeline commands) when the caller's context allows
+	// longer; the caller's earlier deadline wins. Blocking commands
+	// (BLPOP, WAIT, XREAD BLOCK, ...) and bigger pipelines have no
+	// deadline of the guard's. Default DefaultTimeout; negative: none.
+	// It cuts a call short only on a client that honours context
+	// deadlines (ContextTimeoutEnabled); elsewhere the client's own read
+	// and write timeouts bound the call.
+	Timeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultThreshold = 3
+	DefaultCooldown  = 500 * time.Millisecond
+	DefaultTimeout   = 250 * time.Millisecond
+	// MaxBoundedPipeline is the largest pipeline Timeout bounds: a bigger
+	// one (a warm-up, a batch) may take longer on a healthy node.
+	MaxBoundedPipeline = 16
+)
+
+func (o Options) withDefaults() Options {
+	if o.Threshold <= 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.Cooldown <= 0 {
+		o.Cooldown = DefaultCooldown
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Guard is the hook of one node: add it to the node's client with
+// AddHook. Its methods are safe for concurrent use.
+type Guard struct {
+	timeout time.Duration // <= 0: no deadline of the guard's
+	br      breaker.Breaker
+	// off, set by tests only, lets every call through unbounded: the
+	// components then each find out on their own that the node is down.
+	off bool
+}
+
+// New returns the guard of one node.
+func New(o Options) *Guard {
+	o = o.withDefaults()
+	return &Guard{timeout: o.Timeout, br: breaker.Breaker{Threshold: int64(o.Threshold), Cooldown: o.Cooldown}}
+}
+
+// Down reports whether the breaker is open (or half-open): the node
+// failed its last calls.
+func (g *Guard) Down() bool { return g.br.Open() }
+
+// Opens returns how many times the breaker opened.
+func (g *Guard) Opens() uint64 { return g.br.Opens() }
+
+// DialHook passes dials through: a dial happens inside a command (which
+// the guard already let through) or in a pub/sub reconnect loop of its
+// own, and the client's DialTimeout bounds it.
+func (g *Guard) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook guards one command.
+func (g *Guard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if g.off {
+			return next(ctx, cmd)
+		}
+		err := g.call(ctx, !blocking(cmd), func(ctx context.Context) error { return next(ctx, cmd) })
+		if err != nil && cmd.Err() == nil {
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook guards one pipeline (or transaction) as one call.
+func (g *Guard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if g.off {
+			return next(ctx, cmds)
+		}
+		bounded := len(cmds) <= MaxBoundedPipeline
+		for _, c := range cmds {
+			if blocking(c) {
+				bounded = false
+			}
+		}
+		err := g.call(ctx, bounded, func(ctx context.Context) error { return next(ctx, cmds) })
+		if errors.Is(err, ErrDown) {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+		}
+		return err
+	}
+}
+
+// inCall marks the context of a call the guard let through: go-redis
+// runs a new connection's handshake (HELLO, CLIENT SETINFO) through the
+// same hooks, within the command that needed the connection. That inner
+// call is part of the outer one: it passes, and only the outer one is
+// recorded (else a probe would be refused by its own handshake).
+type inCall struct{}
+
+// call makes one call through the breaker, under the guard's deadline
+// when bounded.
+func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) error) error {
+	if ctx.Value(inCall{}) != nil {
+		return f(ctx)
+	}
+	if !g.br.Allow() {
+		return ErrDown
+	}
+	cctx := context.WithValue(ctx, inCall{}, true)
+	if bounded && g.timeout > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > g.timeout {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(cctx, g.timeout)
+			defer cancel()
+		}
+	}
+	err := f(cctx)
+	switch {
+	case err == nil || !unavailable(err):
+		g.br.Success() // an answer, even an error reply, is a node at work
+	case ctx.Err() != nil:
+		// The caller gave up: that says nothing about the node. A probe
+		// that ends so leaves the breaker half-open; another goes after
+		// another cooldown.
+	default:
+		g.br.Failure()
+	}
+	return err
+}
+
+// unavailable reports whether err says the node could not serve a call:
+// every error but a server's reply, and the replies of a server that
+// cannot serve yet.
+func unavailable(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return true
+	}
+	for _, p := range [...]string{"LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// blocking reports whether cmd may wait on the server by design, so
+// that no deadline of the guard's may cut it short.
+func blocking(cmd redis.Cmder) bool {
+	name := strings.ToLower(cmd.Name())
+	switch name {
+	case "blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop",
+		"wait", "waitaof", "subscribe", "psubscribe", "ssubscribe", "monitor", "sync", "psync":
+		return true
+	case "xread", "xreadgroup":
+		for _, a := range cmd.Args() {
+			if s, ok := a.(string); ok && strings.EqualFold(s, "block") {
+				return true
+			}
+		}
+	}
+	return false
+}
