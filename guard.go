@@ -37,6 +37,12 @@ type GuardOptions struct {
 	CallTimeout time.Duration
 }
 
+// ErrRedisDown is the error of a Redis call the node guard refused
+// because the node failed its last calls (its breaker is open). The
+// packages take it for Redis being unavailable; it reaches callers only
+// inside their own errors (limit.ErrFailedOpen's, for one).
+var ErrRedisDown = nodeguard.ErrDown
+
 // installGuard installs the node guard on cfg.Redis; release undoes its
 // registration (the hooks stay on the client).
 func installGuard(cfg Config) (*nodeguard.Set, func()) {

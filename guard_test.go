@@ -1,0 +1,131 @@
+package asidekit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit"
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/limit"
+	"github.com/asidekit/asidekit/internal/faultproxy"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// guardedKit returns a Kit over a client that reaches Redis through a
+// fault proxy, with the client settings RecommendedTimeout gives.
+func guardedKit(t *testing.T, guard *asidekit.GuardOptions, cache *cacheaside.Options) (*asidekit.Kit, *faultproxy.Proxy, string) {
+	t.Helper()
+	r := testcontainers.Redis(t)
+	px, err := faultproxy.New(r.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	c := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: asidekit.RecommendedTimeout,
+		ReadTimeout: asidekit.RecommendedTimeout, WriteTimeout: asidekit.RecommendedTimeout, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	kit, err := asidekit.New(asidekit.Config{Namespace: r.Namespace + "svc", Redis: c, Guard: guard, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kit.Close() })
+	return kit, px, r.Namespace
+}
+
+// The cache's failures open the node's breaker for every component: the
+// limiter's first call after them fails open at once, without Redis. With
+// the guard disabled (the switch) it pays its own call.
+func TestKit_guard_sharedHealth(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		kit, px, _ := guardedKit(t, &asidekit.GuardOptions{Disabled: disabled, Threshold: 3, Cooldown: time.Minute}, nil)
+		e, err := cacheaside.NewEntity[string](kit.Cache(), "products", cacheaside.Policy{TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim, err := limit.NewGCRA(kit.Cache().Client(), limit.GCRA{Rate: limit.PerSecond(1000)}, kit.LimitOptions(&limit.Options{FailOpen: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		load := func(context.Context, string) (string, error) { return "db", nil }
+		px.Cut()
+		for i := range 3 {
+			if v, err := e.Get(ctx, "p1", load); err != nil || v != "db" {
+				t.Fatalf("disabled %v: read %d during the cut: %q, %v", disabled, i, v, err)
+			}
+		}
+		_, err = lim.Allow(ctx, "client")
+		if !errors.Is(err, limit.ErrFailedOpen) {
+			t.Fatalf("disabled %v: limiter during the cut: %v, want ErrFailedOpen", disabled, err)
+		}
+		if got := errors.Is(err, asidekit.ErrRedisDown); got == disabled {
+			t.Errorf("disabled %v: the limiter's error is ErrRedisDown: %v (%v)", disabled, got, err)
+		}
+		if down := kit.RedisNodesDown(); (down == 1) == disabled {
+			t.Errorf("disabled %v: RedisNodesDown = %d", disabled, down)
+		}
+		px.Heal()
+	}
+}
+
+// An invalidation that failed during a cut is applied as soon as Redis
+// answers again, and no read before or after returns the old value. The
+// switch: a Cache breaker of its own (a long cooldown) keeps the Cache
+// off Redis after the node is back, and the invalidation pending.
+func TestKit_guard_recoversAtOnce(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		var co *cacheaside.Options
+		if own {
+			co = &cacheaside.Options{BreakerThreshold: 1, BreakerCooldown: time.Minute}
+		}
+		kit, px, _ := guardedKit(t, &asidekit.GuardOptions{Threshold: 1, Cooldown: 20 * time.Millisecond}, co)
+		e, err := cacheaside.NewEntity[string](kit.Cache(), "products", cacheaside.Policy{TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		value := "v1"
+		load := func(context.Context, string) (string, error) { return value, nil }
+		if v, err := e.Get(ctx, "p1", load); err != nil || v != "v1" {
+			t.Fatalf("own %v: first read: %q, %v", own, v, err)
+		}
+		px.Cut()
+		value = "v2" // the source of truth changes while Redis is cut
+		if err := e.Invalidate(ctx, "p1"); !errors.Is(err, cacheaside.ErrInvalidationPending) {
+			t.Fatalf("own %v: invalidate during the cut: %v, want ErrInvalidationPending", own, err)
+		}
+		check := func(when string) {
+			t.Helper()
+			if v, err := e.Get(ctx, "p1", load); err != nil || v != "v2" {
+				t.Fatalf("own %v: read %s: %q, %v; want v2", own, when, v, err)
+			}
+		}
+		check("during the cut")
+		px.Heal()
+		deadline := time.Now().Add(5 * time.Second)
+		for kit.Cache().PendingInvalidations() > 0 && time.Now().Before(deadline) {
+			check("after the heal, invalidation pending")
+			time.Sleep(10 * time.Millisecond)
+		}
+		pending := kit.Cache().PendingInvalidations()
+		if own {
+			if pending == 0 {
+				t.Errorf("own breaker: the invalidation was applied within its cooldown (the switch shows nothing)")
+			}
+			continue
+		}
+		if pending != 0 {
+			t.Fatalf("the invalidation still pending 5 s after Redis came back")
+		}
+		check("after the invalidation")
+		before := e.Stats().Hits
+		check("from Redis")
+		if e.Stats().Hits == before {
+			t.Errorf("the read after recovery did not hit Redis: %+v", e.Stats())
+		}
+	}
+}
