@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/guard/lock"
 	"github.com/asidekit/asidekit/repo"
 	"gorm.io/gorm"
@@ -33,6 +34,8 @@ func errKind(err error) string {
 		return "lock_not_held"
 	case errors.Is(err, lock.ErrNotObtained):
 		return "not_obtained"
+	case errors.Is(err, limit.ErrBreakerOpen):
+		return "breaker_open"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return "timeout"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

@@ -110,6 +110,9 @@ func (rn *run) check(conv convergence, insp inspection, rounds []loadRound, mark
 	add("loads per expiry", len(rounds), vs, counts{}, repoOps, LinkCache, LinkPG)
 	rep.Notes = append(rep.Notes, "loads per expiry: "+loadSummary(rounds))
 
+	no, vs, oerrs := checkOutage(ops, faults)
+	add("outage (limiter, seqgen: own Redis down)", no, vs, oerrs, []Kind{OpAllow, OpSerial}, LinkGuard, LinkCache)
+
 	if len(rep.Violations) > 0 {
 		first := rep.Violations[0]
 		rep.Notes = append(rep.Notes, "first violation: "+first.Msg)

@@ -51,7 +51,13 @@ func schedule(seed uint64, procs int, d time.Duration) []Fault {
 	}
 	var out []Fault
 	for p := 0; p < procs; p++ {
-		for t := between(0, 2*time.Second); ; {
+		t := between(0, 2*time.Second)
+		if p == 0 && d >= 10*time.Second { // process 0 begins with the outage lane
+			var lane []Fault
+			lane, t = outageLane(t)
+			out = append(out, lane...)
+		}
+		for {
 			f := linkFault(r, between)
 			f.At, f.Proc = t, p
 			if f.At+f.Dur > d {
