@@ -10,7 +10,7 @@ import (
 // RecommendedTimeout is the largest client read or write timeout that
 // keeps a stalled Redis from stalling a request: asidekit's packages
 // bound their own calls (cacheaside's breaker, guard/limit's Timeout,
-// seqgen's RedisTimeout), but a client that waits longer than this on a
+// seqgen's RedisTimeout, a Kit's node guard and its CallTimeout), but a client that waits longer than this on a
 // socket still holds a connection and, without ContextTimeoutEnabled,
 // makes the limiter and seqgen run each call on a goroutine of its own.
 //
