@@ -13,7 +13,8 @@ import (
 // call fails at once (an error no package takes for a server reply, so
 // each takes its fail-open path: the cache and Bloom filter read the
 // database, the limiter answers by its fail policy, seqgen issues from
-// the database) until one call per Cooldown finds the node back. Each
+// the database) until the guard's own PING, sent once per Cooldown,
+// finds the node back: no request pays for a probe. Each
 // call is also bounded by CallTimeout. The hook stays on the client
 // after Close and guards the client's other calls too.
 type GuardOptions struct {
@@ -23,8 +24,8 @@ type GuardOptions struct {
 	// Threshold is the number of consecutive failed calls to a node that
 	// open its breaker. Default 3.
 	Threshold int
-	// Cooldown is how long a node's breaker stays open before one call
-	// probes it. Default 500 ms.
+	// Cooldown is how often the guard pings a node whose breaker is
+	// open. Default 500 ms.
 	Cooldown time.Duration
 	// CallTimeout bounds each command, and each pipeline of at most 16
 	// commands, when the caller's context allows longer; the caller's

@@ -16,7 +16,8 @@ type Set struct {
 	// byAddr and hooked are guarded by mu; refs by setsMu.
 	byAddr map[string]*Guard
 	hooked map[*redis.Client]bool
-	refs   int // Installs not yet released
+	refs   int           // Installs not yet released
+	stop   chan struct{} // closed when every Install is released: probers end
 }
 
 // sets holds the Set of every client Install was given and not yet
@@ -42,7 +43,7 @@ func Install(client redis.UniversalClient, o Options) (s *Set, release func()) {
 	setsMu.Lock()
 	s, ok := sets[client]
 	if !ok {
-		s = &Set{opts: o.withDefaults(), byAddr: map[string]*Guard{}, hooked: map[*redis.Client]bool{}}
+		s = &Set{opts: o.withDefaults(), byAddr: map[string]*Guard{}, hooked: map[*redis.Client]bool{}, stop: make(chan struct{})}
 		sets[client] = s
 	}
 	s.refs++
@@ -54,6 +55,7 @@ func Install(client redis.UniversalClient, o Options) (s *Set, release func()) {
 			defer setsMu.Unlock()
 			if s.refs--; s.refs == 0 && sets[client] == s {
 				delete(sets, client)
+				close(s.stop)
 			}
 		})
 	}
@@ -87,8 +89,10 @@ func (s *Set) hook(n *redis.Client) {
 	g := s.byAddr[addr]
 	if g == nil {
 		g = New(s.opts)
+		g.stop = s.stop
 		s.byAddr[addr] = g
 	}
+	g.node.Store(n)
 	s.mu.Unlock()
 	n.AddHook(g)
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,8 +30,8 @@ type Options struct {
 	// Threshold is the number of consecutive failed calls that open the
 	// breaker. Default DefaultThreshold.
 	Threshold int
-	// Cooldown is how long the breaker stays open before one call probes
-	// the node. Default DefaultCooldown.
+	// Cooldown is how often, while the breaker is open, the guard pings
+	// the node (no caller's call probes it). Default DefaultCooldown.
 	Cooldown time.Duration
 	// Timeout bounds each call (a command, or a pipeline of at most
 	// MaxBoundedPipeline commands) when the caller's context allows
@@ -66,11 +67,19 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Guard is the hook of one node: add it to the node's client with
-// AddHook. Its methods are safe for concurrent use.
+// Guard is the hook of one node, added to the node's client by Install.
+// While its breaker is open no caller's call reaches the node: a prober
+// of its own pings the node once per cooldown and closes the breaker at
+// the first answer. Its methods are safe for concurrent use.
 type Guard struct {
-	timeout time.Duration // <= 0: no deadline of the guard's
-	br      breaker.Breaker
+	timeout  time.Duration // <= 0: no deadline of the guard's
+	cooldown time.Duration
+	br       breaker.Breaker
+	// node is the latest client of the node the guard was added to: the
+	// prober's way to it. stop ends the prober (nil: never).
+	node    atomic.Pointer[redis.Client]
+	stop    <-chan struct{}
+	probing atomic.Bool // a prober runs
 	// off, set by tests only, lets every call through unbounded: the
 	// components then each find out on their own that the node is down.
 	off bool
@@ -79,7 +88,9 @@ type Guard struct {
 // New returns the guard of one node.
 func New(o Options) *Guard {
 	o = o.withDefaults()
-	return &Guard{timeout: o.Timeout, br: breaker.Breaker{Threshold: int64(o.Threshold), Cooldown: o.Cooldown}}
+	// The breaker's cooldown is never reached: the prober closes it. It
+	// is set to a day so that its half-open state never admits a caller.
+	return &Guard{timeout: o.Timeout, cooldown: o.Cooldown, br: breaker.Breaker{Threshold: int64(o.Threshold), Cooldown: 24 * time.Hour}}
 }
 
 // Down reports whether the breaker is open (or half-open): the node
@@ -144,10 +155,10 @@ type inCall struct{}
 // call makes one call through the breaker, under the guard's deadline
 // when bounded.
 func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) error) error {
-	if ctx.Value(inCall{}) != nil {
+	if ctx.Value(inCall{}) != nil || g.released() {
 		return f(ctx)
 	}
-	if !g.br.Allow() {
+	if g.br.Open() {
 		return ErrDown
 	}
 	cctx := context.WithValue(ctx, inCall{}, true)
@@ -168,8 +179,58 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 		// another cooldown.
 	default:
 		g.br.Failure()
+		if g.br.Open() && g.probing.CompareAndSwap(false, true) {
+			go g.probe()
+		}
 	}
 	return err
+}
+
+// released reports whether the guard's Set was released (every Kit on
+// the client closed): its hook, which stays on the client, then lets
+// every call through, as no prober would close its breaker.
+func (g *Guard) released() bool {
+	select {
+	case <-g.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// probe pings the node once per cooldown while the breaker is open, and
+// closes it at the first answer: no caller's request pays for a probe.
+// It ends then, or when the client is closed or the guard's Set released.
+func (g *Guard) probe() {
+	defer g.probing.Store(false)
+	t := time.NewTimer(g.cooldown)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		n := g.node.Load()
+		if n == nil {
+			return
+		}
+		timeout := g.timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), inCall{}, true), timeout)
+		err := n.Ping(ctx).Err()
+		cancel()
+		switch {
+		case err == nil:
+			g.br.Success()
+			return
+		case errors.Is(err, redis.ErrClosed):
+			return
+		}
+		t.Reset(g.cooldown)
+	}
 }
 
 // unavailable reports whether err says the node could not serve a call:

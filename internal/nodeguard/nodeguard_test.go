@@ -219,3 +219,21 @@ func TestInstall_cluster(t *testing.T) {
 		t.Fatalf("%d masters", len(masters))
 	}
 }
+
+// Once every Install is released, the hooks left on the client let every
+// call through: no prober would close their breakers.
+func TestInstall_releasedPassesThrough(t *testing.T) {
+	c, px, ns := proxied(t)
+	_, release := Install(c, Options{Threshold: 1, Timeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	px.Cut()
+	_ = c.Get(ctx, ns+":k").Err()
+	if err := c.Get(ctx, ns+":k").Err(); !errors.Is(err, ErrDown) {
+		t.Fatalf("while installed: %v, want ErrDown", err)
+	}
+	release()
+	px.Heal()
+	if err := c.Get(ctx, ns+":k").Err(); err != redis.Nil {
+		t.Fatalf("after release and heal: %v, want redis.Nil", err)
+	}
+}
