@@ -18,21 +18,11 @@ import (
 //
 //	go test -run '^$' -bench Apply_update -benchtime 5x ./repo/cdc/
 func BenchmarkApply_update(b *testing.B) {
-	b.Run("batches=inline", func(b *testing.B) { benchApply(b, true) })
-	b.Run("batches=background", func(b *testing.B) { benchApply(b, false) })
-}
-
-// benchApply runs BenchmarkApply_update, with each batch run before the
-// next is decoded (inline) or while it is (background, the default).
-func benchApply(b *testing.B, inline bool) {
 	const applyRows = 50_000
 	e := redisEnv(b)
 	e.exec(b, `INSERT INTO users (id, email, name, created_at, updated_at)
 		SELECT i, 'u' || i || '@example.com', 'before', now(), now() FROM generate_series(1, ?::bigint) i`, applyRows)
 	inv := e.invalidator(b, cdc.Options{})
-	if inline {
-		cdc.SyncFlush(inv)
-	}
 	run(b, inv)
 	e.sync(b, inv)
 	ctx := context.Background()

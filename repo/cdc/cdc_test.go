@@ -3,8 +3,6 @@ package cdc_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -230,63 +228,5 @@ func TestInvalidator_largeTransaction(t *testing.T) {
 	}
 	if s := inv.Stats(); s.Changes < 200 {
 		t.Errorf("stats = %+v", s)
-	}
-}
-
-// A transaction's position counts as applied only once every batch of it
-// is done, including the last one, which runs in the background while the
-// applier goes on: when the afterApply hook runs (just before the position
-// moves), no batch may still be running. With the rule switched off
-// (NoWaitForBatch) the hook sees the last batch running.
-func TestInvalidator_lastBatchBeforeApplied(t *testing.T) {
-	t.Parallel()
-	for _, off := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ruleOff=%v", off), func(t *testing.T) {
-			e := redisEnv(t)
-			e.exec(t, `INSERT INTO users (id, email, name, created_at, updated_at)
-				SELECT i, 'u' || i || '@example.com', 'old', now(), now() FROM generate_series(1, 200) i`)
-			inv := e.invalidator(t, cdc.Options{BatchSize: 16})
-			var running, early atomic.Int32
-			cdc.OnFlush(inv, func() func() {
-				running.Add(1)
-				return func() { running.Add(-1) }
-			})
-			cdc.SetAfterApply(inv, func(cdc.LSN) error {
-				if running.Load() != 0 {
-					early.Add(1)
-				}
-				return nil
-			})
-			if off {
-				cdc.NoWaitForBatch(inv)
-			}
-			run(t, inv)
-			e.sync(t, inv)
-			for round := range 5 {
-				for id := int64(1); id <= 200; id++ {
-					e.name(t, id)
-				}
-				name := fmt.Sprint("new", round)
-				e.exec(t, "UPDATE users SET name = ?", name)
-				e.sync(t, inv)
-				if off {
-					if early.Load() > 0 {
-						return // the switched-off rule shows
-					}
-					continue
-				}
-				if n := early.Load(); n != 0 {
-					t.Fatalf("%d transaction(s) counted as applied while a batch of theirs was still running", n)
-				}
-				for id := int64(1); id <= 200; id++ {
-					if got := e.name(t, id); got != name {
-						t.Fatalf("id %d: name = %q, want %s", id, got, name)
-					}
-				}
-			}
-			if off {
-				t.Error("with the rule off, no transaction was counted as applied before its last batch was done in 5 tries")
-			}
-		})
 	}
 }

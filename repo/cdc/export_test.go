@@ -19,15 +19,3 @@ func SetRetryBackoff(inv *Invalidator, d time.Duration, probe bool) {
 // OnInvisible installs a hook that runs when the applier starts waiting
 // for a decoded transaction to become visible.
 func OnInvisible(inv *Invalidator, f func()) { inv.onInvisible = f }
-
-// OnFlush installs a hook called as a batch is handed to the background;
-// the function it returns is called once the batch is done.
-func OnFlush(inv *Invalidator, f func() (done func())) { inv.onFlush = f }
-
-// SyncFlush makes inv run each batch before it decodes further, as it did
-// before batches ran in the background (for benchmarks).
-func SyncFlush(inv *Invalidator) { inv.syncFlush = true }
-
-// NoWaitForBatch makes inv count a transaction as applied without waiting
-// for its last batch (the rule switched off).
-func NoWaitForBatch(inv *Invalidator) { inv.noWait = true }

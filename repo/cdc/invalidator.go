@@ -58,14 +58,6 @@ type Invalidator struct {
 	// not Redis answers meanwhile.
 	retryBackoff time.Duration
 	noRedisProbe bool
-	// onFlush, when set (by tests), is called as a batch is handed to the
-	// background, and the function it returns once the batch is done.
-	// syncFlush, for tests only, waits for every batch as it is handed
-	// over; noWait, for tests only, counts a transaction as applied
-	// without waiting for its last batch (the rule switched off).
-	onFlush   func() (done func())
-	syncFlush bool
-	noWait    bool
 }
 
 // New returns an Invalidator of the database at dsn (a URL or key=value

@@ -64,8 +64,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		vis: &visibility{dsn: inv.dsn}}
 	defer a.vis.close()
 	err = a.run(ctx, r.items)
-	cancel()     // stops the reader if the applier ended first
-	_ = a.wait() // a batch still running ends with ctx
+	cancel() // stops the reader if the applier ended first
 	wg.Wait()
 	if err == nil {
 		err = r.err
@@ -77,10 +76,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 // transactions share one batch while more messages are already waiting
 // (group commit): each batch costs a few pipelined round trips, however
 // many small transactions it holds, and a transaction counts as applied
-// only once its batch is done. A full batch runs in the background while
-// the applier decodes and plans the next one (at most one runs at a time),
-// so that a large transaction or a burst costs the Redis round trips, not
-// the round trips plus the decoding.
+// only once its batch is done.
 type applier struct {
 	inv     *Invalidator
 	rels    map[uint32]*relation
@@ -89,7 +85,6 @@ type applier struct {
 
 	vis     *visibility // of decoded transactions to other sessions
 	set     rowchange.Work
-	running chan error        // the batch running in the background (see flush); nil if none
 	truncs  []rowchange.Table // truncated in transactions not yet applied
 	warms   []rowchange.Table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
@@ -209,44 +204,16 @@ func (a *applier) visible(ctx context.Context, xid uint32) error {
 	return a.vis.wait(ctx, xid, a.inv.onInvisible)
 }
 
-// flush starts the queued upkeep in the background, retrying until Redis
-// takes it, once the batch started before has finished; wait waits for it.
+// flush runs the queued upkeep, retrying until Redis takes it.
 func (a *applier) flush(ctx context.Context) error {
 	if a.set.Len() == 0 {
 		return nil
 	}
-	if err := a.wait(); err != nil {
+	if err := a.inv.retry(ctx, a.set.Run); err != nil {
 		return err
 	}
-	w := a.set
 	a.set.Reset()
-	var done func()
-	if a.inv.onFlush != nil {
-		done = a.inv.onFlush()
-	}
-	a.running = make(chan error, 1)
-	go func() {
-		err := a.inv.retry(ctx, w.Run)
-		if done != nil {
-			done()
-		}
-		a.running <- err
-	}()
-	if a.inv.syncFlush {
-		return a.wait()
-	}
 	return nil
-}
-
-// wait returns once the batch running in the background, if any, is done:
-// applied, or given up because ctx ended (its error).
-func (a *applier) wait() error {
-	if a.running == nil {
-		return nil
-	}
-	err := <-a.running
-	a.running = nil
-	return err
 }
 
 // apply finishes the committed transactions received so far: their
@@ -255,11 +222,6 @@ func (a *applier) apply(ctx context.Context) error {
 	inv := a.inv
 	if err := a.flush(ctx); err != nil {
 		return err
-	}
-	if !inv.noWait {
-		if err := a.wait(); err != nil {
-			return err
-		}
 	}
 	for len(a.truncs) > 0 {
 		if err := inv.retry(ctx, a.truncs[0].InvalidateAll); err != nil {
