@@ -113,6 +113,9 @@ func (rn *run) check(conv convergence, insp inspection, rounds []loadRound, mark
 	no, vs, oerrs := checkOutage(ops, faults)
 	add("outage (limiter, seqgen: own Redis down)", no, vs, oerrs, []Kind{OpAllow, OpSerial}, LinkGuard, LinkCache)
 
+	nlists, vs := checkLists(ops)
+	add("lists (no stale list read)", nlists, vs, errs(OpList, OpListWrite), []Kind{OpList, OpListWrite}, LinkCache, LinkPG)
+
 	if len(rep.Violations) > 0 {
 		first := rep.Violations[0]
 		rep.Notes = append(rep.Notes, "first violation: "+first.Msg)

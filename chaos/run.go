@@ -69,6 +69,7 @@ type run struct {
 	procs []*process
 	keys  map[int64]*keyState
 	inj   *injector
+	lists *listWorkload
 }
 
 func (rn *run) logf(format string, args ...any) {
@@ -103,6 +104,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer p.close()
 		rn.procs = append(rn.procs, p)
+	}
+	if rn.lists, err = newListWorkload(ctx, rn); err != nil {
+		return nil, err
 	}
 	sched := schedule(cfg.Seed, cfg.Procs, cfg.Duration)
 	rn.logf("seed %d: %d processes x %d workers, %d faults over %v, database %s",
@@ -175,6 +179,10 @@ func (rn *run) startWorkers(stop <-chan struct{}) *sync.WaitGroup {
 			w := &repoWorker{run: rn, p: p, keys: rn.cfg.Keys,
 				r: rand.New(rand.NewPCG(rn.cfg.Seed, uint64(p.id*1000+g)))}
 			spawn(func() { w.loop(stop) })
+		}
+		for g := range 2 {
+			rnd := rand.New(rand.NewPCG(rn.cfg.Seed, uint64(p.id*1000+500+g)))
+			spawn(func() { rn.lists.loop(rn, p, rnd, stop) })
 		}
 		spawn(func() { rn.lockLoop(p, stop) })
 		spawn(func() { rn.serialLoop(p, stop) })

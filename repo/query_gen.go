@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // allLists is the id of the generation shared by all lists of a query; a
@@ -22,10 +23,6 @@ const allLists = "*"
 // bump. A generation that expires only makes its pages unreachable (the
 // next read starts a new one): it costs a load, never a stale list.
 const GenerationTTL = 24 * time.Hour
-
-// bumpsOff switches generation bumps off, for tests that show that the
-// list tests fail without them.
-var bumpsOff atomic.Bool
 
 // generations are a query's generation keys in Redis: one per filter value
 // and one for all lists. A generation is a random token, not a counter, so
@@ -46,7 +43,7 @@ func (g *generations) Name() string { return g.name }
 // Invalidate bumps the generations of ids (filter values, or allLists):
 // pages filled under the old ones are unreachable from then on.
 func (g *generations) Invalidate(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 || bumpsOff.Load() {
+	if len(ids) == 0 || testswitch.ListBumpsOff.Load() {
 		return nil
 	}
 	_, err := g.client.Pipelined(ctx, func(p redis.Pipeliner) error {
