@@ -28,7 +28,7 @@ import (
 // themselves to the table. Ids must come in the query's order
 // (ascending), each once.
 func checkLists(ops []Op) (reads int, vs []Violation) {
-	writes := map[int64][]*Op{}            // per row, by version
+	writes := map[int64][]*Op{}           // per row, by version
 	members := map[int64]map[int64]bool{} // per group: every row that may have been in it
 	for i := range ops {
 		op := &ops[i]
