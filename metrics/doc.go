@@ -21,6 +21,8 @@
 //     (allowed, refused, errors) at scrape time.
 //   - NewSeqgenCollector reads a seqgen.Generator's Stats (segments
 //     reserved, refills, waits on the DB) at scrape time.
+//   - NewQueryCollector reads a repo.Query's Stats (list invalidations,
+//     fallbacks to all lists) at scrape time.
 //
 // # Metrics
 //
@@ -55,6 +57,8 @@
 //	asidekit_seqgen_segments_dropped_total{generator}
 //	asidekit_seqgen_refills_total{generator,mode}  counter, mode = background | sync
 //	asidekit_seqgen_waits_total{generator}
+//	asidekit_query_invalidations_total{query}      counter
+//	asidekit_query_fallbacks_total{query}          counter
 //
 // The cache events counter has one series per entity and event, all
 // created (at zero) the first time an entity reports anything, so that
