@@ -95,8 +95,8 @@ type queryVariant struct {
 
 var queryVariants = []queryVariant{
 	{"sql", "no cache: SELECT … WHERE category_id = ? ORDER BY id LIMIT n per read; plain-SQL writes", false},
-	{"ttl_lists", "page ids cached in Redis with a TTL, no invalidation, rows through repo.GetMany; writes through repo", false},
-	{"asidekit", "repo.NewQuery(by category, ORDER BY id).List; writes through repo", false},
+	{"ttl_lists", "page ids cached in Redis with a TTL, no invalidation, rows through repo.GetMany (SingleFlight); writes through repo", false},
+	{"asidekit", "repo.NewQuery(by category, ORDER BY id).List, rows and lists SingleFlight; writes through repo", false},
 	{"asidekit_cdc", "repo.NewQuery List; plain-SQL writes seen through a repo/cdc Invalidator (REPLICA IDENTITY FULL)", true},
 }
 

@@ -70,7 +70,7 @@ func runQueryVariant(ctx context.Context, env *Env, p QueryParams, v queryVarian
 		return row, err
 	}
 	ns := env.Sub("query-" + v.name)
-	pol := cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute}
+	pol := cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.SingleFlight}
 	procs := make([]*queryProc, p.Instances)
 	for i := range procs {
 		cache, err := cacheaside.New(env.NewClient(), &cacheaside.Options{Namespace: ns})

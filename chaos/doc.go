@@ -16,7 +16,8 @@
 // connections. Meanwhile M goroutines per process call Get, GetMany, Create,
 // Update, Put and Delete through repo on rows with a monotonic version
 // column, hold a lock and write under its fence, take serial numbers and
-// ask a rate limiter. Every operation is recorded with its start and end on
+// ask a rate limiter; two more list the rows of a group through a cached
+// query (repo.NewQuery) and move, create and delete rows (lists.go). Every operation is recorded with its start and end on
 // one monotonic clock, and with its result.
 //
 // When the schedule ends the faults are healed and the checkers read the
@@ -39,7 +40,10 @@
 //     than the limit;
 //   - loads: one database load per expiry of a hot key across all processes
 //     for Mutex, AsyncRefresh and EarlyRefresh, at most one per process for
-//     SingleFlight.
+//     SingleFlight;
+//   - lists: a list read has every row that a write completed before it
+//     began put in its group, none that one took out, in the query's
+//     order (check_lists.go says what a write of unknown outcome allows).
 //
 // A violation writes the operations around it, the faults and the seed to a
 // file; the same seed replays the same fault schedule and the same choices
