@@ -18,7 +18,7 @@ func TestRun_listsWithoutBumps(t *testing.T) {
 	testswitch.ListBumpsOff.Store(true)
 	defer testswitch.ListBumpsOff.Store(false)
 	rep, err := Run(context.Background(), Config{
-		PostgresDSN: pg.DSN, Seed: 12, Duration: 4 * time.Second,
+		PostgresDSN: pg.DSN, Seed: 12, Duration: 8 * time.Second,
 		Procs: 2, Goroutines: 1, Keys: 2, Rounds: 1, OutDir: t.TempDir(),
 	})
 	if err != nil {
@@ -33,7 +33,7 @@ func TestRun_listsWithoutBumps(t *testing.T) {
 	if row == nil {
 		t.Fatal("no lists row in the report")
 	}
-	t.Logf("lists: %d reads, %d violations", row.Operations, row.Violations)
+	t.Logf("lists: %d reads, %d violations, errors %v", row.Operations, row.Violations, row.Errors)
 	if row.Operations == 0 || row.Violations == 0 {
 		t.Errorf("lists without bumps: %d reads, %d violations; want violations", row.Operations, row.Violations)
 	}
