@@ -101,9 +101,13 @@ var outageVariants = []outageVariant{
 // acknowledged before the read began is counted stale. Variants defaults
 // and kit (go-redis's default client options against README's) times
 // faults cut and stall, then restart: the processes are stopped, rows
-// changed with plain SQL, new processes started with the Invalidator and
-// its CatchUp before they read every changed row (restart/no_catch_up
-// skips CatchUp, to show what it guards against).
+// changed with plain SQL, new processes started, each with an
+// Invalidator, that read every changed row at once. Every process runs an
+// Invalidator (one holds the slot), whose recovery gate keeps its reads
+// off the cache after a Redis failure, and at start, until the log has
+// been applied up to the position at which Redis answered;
+// kit/cut/no_gate and restart/no_gate run the Invalidator in a sidecar
+// process instead, to show what the gate guards against.
 //
 // It needs a real standalone Redis and PostgreSQL with wal_level=logical;
 // elsewhere it returns a Result with a note and no rows.
@@ -132,7 +136,7 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 	for _, v := range outageVariants {
 		for _, f := range []outageFault{faultCut, faultStall} {
 			name := v.name + "/" + string(f)
-			row, err := runOutageFault(ctx, env, p, v, f)
+			row, err := runOutageFault(ctx, env, p, v, f, true)
 			if err != nil {
 				return res, fmt.Errorf("outage: %s: %w", name, err)
 			}
@@ -140,8 +144,16 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 			res.Rows = append(res.Rows, row)
 		}
 	}
-	for _, catchUp := range []bool{true, false} {
-		row, err := runOutageRestart(ctx, env, p, catchUp)
+	// The recovery gate's effect: the Invalidator in a process of its
+	// own, the serving processes without a gate.
+	row, err := runOutageFault(ctx, env, p, outageVariants[1], faultCut, false)
+	if err != nil {
+		return res, fmt.Errorf("outage: kit/cut/no_gate: %w", err)
+	}
+	row.Variant, row.Notes = "kit/cut/no_gate", "kit/cut with the Invalidator in a sidecar process: the serving processes have no recovery gate"
+	res.Rows = append(res.Rows, row)
+	for _, gate := range []bool{true, false} {
+		row, err := runOutageRestart(ctx, env, p, gate)
 		if err != nil {
 			return res, fmt.Errorf("outage: %s: %w", row.Variant, err)
 		}

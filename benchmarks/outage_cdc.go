@@ -67,3 +67,70 @@ func (c *outageCDC) drop(ctx context.Context) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// outageCDCs are the service's Invalidators on one slot.
+type outageCDCs struct {
+	cdcs    []*outageCDC
+	sidecar *outageProc // the process the Invalidator runs in without gate
+}
+
+// startOutageCDCs starts the service's Invalidators on slot. With gate,
+// one runs in every process, as README says (the first holds the slot, the
+// others stand by, and each holds its process's reads off the cache after
+// a Redis failure until it caught up); without, one runs in a process of
+// its own (sidecar), so that the processes that serve reads have no
+// recovery gate: the rule's effect. With active it returns once the slot
+// is held.
+func startOutageCDCs(ctx context.Context, env *Env, procs []*outageProc, addr, ns, slot string, rows int, active, gate bool) (*outageCDCs, error) {
+	s := &outageCDCs{}
+	runners := procs
+	if !gate {
+		pr, err := openOutageProc(ctx, env, addr, ns, true, rows)
+		if err != nil {
+			return nil, err
+		}
+		s.sidecar, runners = pr, []*outageProc{pr}
+	}
+	for i, pr := range runners {
+		c, err := startOutageCDC(ctx, env, pr, slot, active && i == 0)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.cdcs = append(s.cdcs, c)
+	}
+	return s, nil
+}
+
+// stop stops the Invalidators (and the sidecar), keeping the slot.
+func (s *outageCDCs) stop() {
+	for i := len(s.cdcs) - 1; i >= 0; i-- {
+		s.cdcs[i].stop()
+	}
+	if s.sidecar != nil {
+		s.sidecar.close()
+		s.sidecar = nil
+	}
+}
+
+// drop stops them and drops the slot.
+func (s *outageCDCs) drop(ctx context.Context) {
+	s.stop()
+	if len(s.cdcs) > 0 {
+		s.cdcs[0].drop(ctx) // its stop again is a no-op wait
+	}
+}
+
+// waitServing waits until every process's reads use the cache again (no
+// recovery gate holds them); it returns how long that took.
+func waitServing(ctx context.Context, procs []*outageProc) (time.Duration, error) {
+	t := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, pr := range procs {
+		if err := pr.kit.Cache().WaitRecovered(ctx); err != nil {
+			return 0, fmt.Errorf("recovery gate: %w", err)
+		}
+	}
+	return time.Since(t), nil
+}

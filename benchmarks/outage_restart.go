@@ -6,63 +6,65 @@ import (
 )
 
 // runOutageRestart stops the service's processes (their Kits closed, the
-// Invalidator stopped with its slot kept), changes every fourth row with
-// plain SQL, starts new processes with the Invalidator registered and, with
-// catchUp, its CatchUp before they serve, then has every process read
-// every changed row: a read older than the change is stale.
-func runOutageRestart(ctx context.Context, env *Env, p OutageParams, catchUp bool) (Row, error) {
-	row := Row{Variant: "restart", Notes: "processes stopped, rows changed with plain SQL, processes started with cdc and CatchUp before reading"}
+// Invalidators stopped with the slot kept), changes every fourth row with
+// plain SQL, starts new processes and at once has every process read
+// every changed row: a read older than the change is stale. With gate,
+// every process runs an Invalidator, whose recovery gate keeps its reads
+// off the cache until it caught up to the position at start (no call
+// needed before serving); without, the Invalidator runs in a sidecar
+// process that starts after the reads.
+func runOutageRestart(ctx context.Context, env *Env, p OutageParams, gate bool) (Row, error) {
+	row := Row{Variant: "restart", Notes: "processes stopped, rows changed with plain SQL, processes started with an Invalidator each, reading at once"}
 	sub := "outage-restart"
-	if !catchUp {
-		row.Variant, row.Notes = "restart/no_catch_up", "the same without CatchUp: the rule's effect"
-		sub += "-no-catch-up"
+	if !gate {
+		row.Variant, row.Notes = "restart/no_gate", "the same with the Invalidator in a sidecar started after the reads: the recovery gate's effect"
+		sub += "-no-gate"
 	}
 	if err := seedOutageRows(ctx, env, p.Rows); err != nil {
 		return row, err
 	}
-	ns, slot := env.Sub(sub), "asidebench_"+randomHex(6)
-	start := func(active bool) ([]*outageProc, *outageCDC, func(), error) {
+	addr, ns, slot := env.RedisAddrs[0], env.Sub(sub), "asidebench_"+randomHex(6)
+	var cdcs *outageCDCs
+	defer func() {
+		if cdcs != nil {
+			cdcs.drop(ctx) // the last started: stopped and the slot dropped
+		}
+	}()
+	open := func() ([]*outageProc, func(), error) {
 		procs := make([]*outageProc, 0, p.Instances)
-		var inv *outageCDC
 		stop := func() {
-			if inv != nil {
-				inv.stop()
-			}
 			for _, pr := range procs {
 				pr.close()
 			}
 		}
 		for range p.Instances {
-			pr, err := openOutageProc(ctx, env, env.RedisAddrs[0], ns, true, p.Rows)
+			pr, err := openOutageProc(ctx, env, addr, ns, true, p.Rows)
 			if err != nil {
 				stop()
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
 			procs = append(procs, pr)
 		}
-		var err error
-		if inv, err = startOutageCDC(ctx, env, procs[0], slot, active); err != nil {
-			stop()
-			return nil, nil, nil, err
-		}
-		return procs, inv, stop, nil
+		return procs, stop, nil
 	}
 
 	// The service runs and caches every row, then stops.
-	procs, inv, stop, err := start(true)
+	procs, stop, err := open()
 	if err != nil {
 		return row, err
 	}
-	last := inv
-	defer func() { last.drop(ctx) }() // the last Invalidator started: stopped (again) and its slot dropped
-	if err := procs[0].items.WarmFilter(ctx); err != nil {
+	if cdcs, err = startOutageCDCs(ctx, env, procs, addr, ns, slot, p.Rows, true, gate); err == nil {
+		if err = procs[0].items.WarmFilter(ctx); err == nil {
+			if _, err = waitServing(ctx, procs); err == nil {
+				err = warmOutage(ctx, procs, p.Rows)
+			}
+		}
+	}
+	if err != nil {
 		stop()
 		return row, err
 	}
-	if err := warmOutage(ctx, procs, p.Rows); err != nil {
-		stop()
-		return row, err
-	}
+	cdcs.stop()
 	stop()
 
 	// While it is down, another program changes rows.
@@ -73,22 +75,17 @@ func runOutageRestart(ctx context.Context, env *Env, p OutageParams, catchUp boo
 		return row, err
 	}
 
-	// It starts again and reads every changed row from every process.
+	// It starts again and at once reads every changed row from every
+	// process; without gate, the sidecar's Invalidator starts after.
 	t := time.Now()
-	procs, inv, stop, err = start(false)
-	if err != nil {
+	if procs, stop, err = open(); err != nil {
 		return row, err
 	}
-	last = inv
 	defer stop()
-	if catchUp {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := inv.inv.CatchUp(cctx)
-		cancel()
-		if err != nil {
+	if gate {
+		if cdcs, err = startOutageCDCs(ctx, env, procs, addr, ns, slot, p.Rows, false, true); err != nil {
 			return row, err
 		}
-		row.Set(MetricCatchUp, float64(time.Since(t).Milliseconds()))
 	}
 	ids := make([]int64, len(changed))
 	for i, c := range changed {
@@ -106,6 +103,16 @@ func runOutageRestart(ctx context.Context, env *Env, p OutageParams, catchUp boo
 			}
 		}
 	}
+	if !gate {
+		if cdcs, err = startOutageCDCs(ctx, env, procs, addr, ns, slot, p.Rows, false, false); err != nil {
+			return row, err
+		}
+	}
+	// catch_up_ms: start → every process's reads use the cache again.
+	if _, err := waitServing(ctx, procs); err != nil {
+		return row, err
+	}
+	row.Set(MetricCatchUp, float64(time.Since(t).Milliseconds()))
 	row.Set(MetricChangedRows, float64(len(changed)))
 	row.Set(MetricStaleAfterStart, float64(stale))
 	return row, nil

@@ -169,7 +169,7 @@ type outageSample struct {
 // runOutageFault runs the workload on processes whose Redis link goes
 // through a proxy, faults the proxy after p.Before for p.Fault, and
 // returns the row of variant v and fault f.
-func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVariant, f outageFault) (Row, error) {
+func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVariant, f outageFault, gate bool) (Row, error) {
 	var row Row
 	if err := seedOutageRows(ctx, env, p.Rows); err != nil {
 		return row, err
@@ -196,11 +196,14 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	if err := procs[0].items.WarmFilter(ctx); err != nil {
 		return row, err
 	}
-	inv, err := startOutageCDC(ctx, env, procs[0], "asidebench_"+randomHex(6), true)
+	cdcs, err := startOutageCDCs(ctx, env, procs, px.Addr(), ns, "asidebench_"+randomHex(6), p.Rows, true, gate)
 	if err != nil {
 		return row, err
 	}
-	defer inv.drop(ctx)
+	defer cdcs.drop(ctx)
+	if _, err := waitServing(ctx, procs); err != nil {
+		return row, err
+	}
 	if err := warmOutage(ctx, procs, p.Rows); err != nil {
 		return row, err
 	}

@@ -96,6 +96,7 @@ type Cache struct {
 	br           breaker.Breaker
 	hub          hub
 	retry        retrier
+	rec          recovery // recovery gates; see RecoveryGate
 	localMode    LocalInvalidation
 	acks         acks // Options.ReplicaAcks; zero = off
 
@@ -156,6 +157,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c
+	c.rec.c = c
 	c.retry.poke = make(chan struct{}, 1)
 	c.br.Recovered = c.retry.wake
 	return c, nil
@@ -215,6 +217,7 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 		return false, cerr
 	}
 	c.br.Failure()
+	c.rec.failed()
 	return true, nil
 }
 

@@ -139,6 +139,12 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Co
 		var zero T
 		return zero, errNilLoader
 	}
+	if e.c.rec.bypass() {
+		// Redis failed, and the writes made meanwhile may not all be
+		// applied yet (see RecoveryGate): load, uncached.
+		e.ctr.inc(EventBypass)
+		return e.failOpen(ctx, id, load, nil)
+	}
 	if v, ok, err := e.local.get(esc); ok { // near cache: a local answer, no key built
 		return v, err
 	}

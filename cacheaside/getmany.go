@@ -59,6 +59,10 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 		}
 		items = append(items, item{id: id, key: key})
 	}
+	if e.c.rec.bypass() { // see RecoveryGate
+		e.ctr.inc(EventBypass)
+		return e.loadManyDirect(ctx, items, load, out)
+	}
 	if held := e.c.retry.split(&items); len(held) > 0 {
 		// Invalidations of these are pending (see retrier.holds).
 		e.ctr.inc(EventBypass)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
@@ -23,6 +24,7 @@ func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error {
 	return f.c.lists.invalidateAll(ctx) // every list of every declared query
 }
 func (f *feed[T, ID]) Ping(ctx context.Context) error { return f.c.cache.Client().Ping(ctx).Err() }
+func (f *feed[T, ID]) Cache() *cacheaside.Cache       { return f.c.cache }
 
 // RebuildFilter rebuilds the Bloom filters (a lost slot lost inserts:
 // the filters may lack their keys, however complete they were); without

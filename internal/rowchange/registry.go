@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+
+	"github.com/asidekit/asidekit/cacheaside"
 )
 
 // Table is what a repository gives the change-data-capture reader.
@@ -23,6 +25,9 @@ type Table interface {
 	RebuildFilter(ctx context.Context) error
 	// Ping reports whether the cache's Redis answers.
 	Ping(ctx context.Context) error
+	// Cache returns the repository's cache, for its recovery gate (see
+	// cacheaside.RecoveryGate).
+	Cache() *cacheaside.Cache
 }
 
 // tables maps the address of a registered repository to its Table. The

@@ -19,3 +19,12 @@ func SetRetryBackoff(inv *Invalidator, d time.Duration, probe bool) {
 // OnInvisible installs a hook that runs when the applier starts waiting
 // for a decoded transaction to become visible.
 func OnInvisible(inv *Invalidator, f func()) { inv.onInvisible = f }
+
+// NoRecoveryGate makes inv run without adding CatchUp to its
+// repositories' caches (the rule switched off).
+func NoRecoveryGate(inv *Invalidator) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	inv.noRecoveryGate = true
+	inv.removeGates()
+}

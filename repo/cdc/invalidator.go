@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/rowchange"
 )
@@ -58,6 +59,11 @@ type Invalidator struct {
 	// not Redis answers meanwhile.
 	retryBackoff time.Duration
 	noRedisProbe bool
+	// noRecoveryGate, for tests only, adds no CatchUp to the
+	// repositories' caches (see addGates).
+	noRecoveryGate bool
+	// gated is the recovery gate inv added to each cache (guarded by mu).
+	gated map[*cacheaside.Cache]func()
 }
 
 // New returns an Invalidator of the database at dsn (a URL or key=value
@@ -102,6 +108,7 @@ func (inv *Invalidator) Register(targets ...Target) error {
 		}
 		inv.targets = append(inv.targets, t)
 	}
+	inv.addGates()
 	return nil
 }
 
@@ -117,6 +124,14 @@ func (inv *Invalidator) Stats() Stats { return inv.ctr.snapshot() }
 // in Stats and retried with backoff, never skipped past: the slot's
 // position only moves over what was applied.
 //
+// Register and Run keep each registered repository's cache from serving
+// entries that may predate changes not yet applied: from Register on, and
+// from every Redis failure the process sees, its reads go to the database
+// until CatchUp passes (by whichever process holds the slot), then use
+// the cache again (see cacheaside.RecoveryGate; Cache.WaitRecovered waits
+// for it). So a process that registers must run Run, or another process
+// must hold the slot; when Run returns the gates are removed.
+//
 // Failures are logged with log/slog's default logger: a warning at the
 // first (a server without wal_level=logical, an unreachable database),
 // with the error and the attempts so far, then at most one per
@@ -129,6 +144,7 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		return errors.New("cdc: Run called twice")
 	}
 	inv.running = true
+	inv.addGates()
 	inv.mu.Unlock()
 	rl := runLog{slot: inv.o.Slot}
 	inv.ctr.active.onTake = func() { rl.recovered("applying") }
@@ -136,6 +152,7 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		inv.ctr.active.onTake = nil
 		inv.mu.Lock()
 		inv.running = false
+		inv.removeGates()
 		inv.mu.Unlock()
 	}()
 	b := backoff.New(minBackoff, inv.o.MaxBackoff)
