@@ -171,7 +171,7 @@ func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[s
 	if len(todo) == 0 {
 		return out, nil
 	}
-	found, d, err := e.invokeMany(ctx, ids(todo), load)
+	found, d, err := e.invokeMany(withRequiredItems(ctx, todo), ids(todo), load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.serveStales(todo, stales, out)
 		return out, err

@@ -120,7 +120,7 @@ func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load func(
 	defer e.keepLeases(ctx, items)()
 	returned := false
 	defer e.releaseUnlessReturned(ctx, items, &returned)
-	found, d, err := e.invokeMany(ctx, ids(items), load)
+	found, d, err := e.invokeMany(withRequiredItems(ctx, items), ids(items), load)
 	returned = true
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.releaseLeases(ctx, items)

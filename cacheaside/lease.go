@@ -165,7 +165,7 @@ func (e *Entity[T]) loadLeased(ctx context.Context, it item, load func(context.C
 	defer e.keepLeases(ctx, []item{it})()
 	returned := false
 	defer e.releaseUnlessReturned(ctx, []item{it}, &returned)
-	v, d, err := e.invoke(ctx, it.id, load)
+	v, d, err := e.invoke(withRequired(ctx, it.ver), it.id, load)
 	returned = true
 	return e.finish(ctx, it, v, d, err, st, mark)
 }

@@ -107,7 +107,7 @@ func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(
 			return v, validMarked, err
 		}
 	}
-	v, d, err := e.invoke(ctx, id, load)
+	v, d, err := e.invoke(withRequired(ctx, ver), id, load)
 	return e.finish(ctx, item{id: id, key: key, ver: ver}, v, d, err, st, mark)
 }
 

@@ -16,6 +16,7 @@ type pending struct {
 	verPX int64
 	ctr   *counters
 	seq   uint64 // set by add; a later add of the same key supersedes it
+	lsn   uint64 // write position to record in the new version (lsn.go); 0 for none
 }
 
 // Backoff of the invalidation retrier.
@@ -104,6 +105,7 @@ func (r *retrier) add(ps []pending) {
 	for _, p := range ps {
 		r.seq++
 		p.seq = r.seq
+		p.lsn = maxLSN(p.lsn, r.pending[p.key].lsn)
 		r.pending[p.key] = p
 		p.ctr.inc(EventInvalidationDeferred)
 	}

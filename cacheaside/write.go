@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/asidekit/asidekit/internal/script"
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Set stores v as id's value (with a jittered TTL) and replaces id's
@@ -24,12 +23,13 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	if err != nil {
 		return err
 	}
+	lsn := writeLSN(ctx)
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	if e.c.br.Allow() {
 		if e.c.acks.n == 0 {
-			err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, entry, px).Err()
+			err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, versionToken(lsn), e.verPX, entry, px).Err()
 		} else {
-			calls := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{token.New(), e.verPX, entry, px}}}
+			calls := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{versionToken(lsn), e.verPX, entry, px}}}
 			var out []writeOutcome
 			out, err = e.c.writeAll(ctx, calls)
 			if out[0] == writeShort {
@@ -45,7 +45,7 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 		err = fmt.Errorf("breaker open")
 		e.ctr.inc(EventBypass)
 	}
-	e.c.retry.add([]pending{{key: key, verPX: e.verPX, ctr: e.ctr}})
+	e.c.retry.add([]pending{{key: key, verPX: e.verPX, ctr: e.ctr, lsn: lsn}})
 	return fmt.Errorf("%w: set %s %q: %w", ErrInvalidationPending, e.name, id, err)
 }
 
@@ -62,6 +62,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 		return nil
 	}
 	todo := make([]pending, 0, len(ids))
+	lsn := writeLSN(ctx)
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
 		key, err := e.key(id)
@@ -72,7 +73,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 			continue
 		}
 		seen[key] = struct{}{}
-		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr})
+		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr, lsn: lsn})
 	}
 	defer e.local.wrotePending(ctx, todo) // near cache: drop ours (and announce) once Redis has the write
 	if !e.c.br.Allow() {
@@ -99,7 +100,7 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
 	calls := make([]script.Call, len(todo))
 	for i, p := range todo {
-		calls[i] = script.Call{Script: writeScript, Keys: []string{p.key, p.key + ":ver"}, Args: []any{token.New(), p.verPX, "", 0}}
+		calls[i] = script.Call{Script: writeScript, Keys: []string{p.key, p.key + ":ver"}, Args: []any{versionToken(p.lsn), p.verPX, "", 0}}
 	}
 	out, err := c.writeAll(ctx, calls)
 	if err == nil || errors.Is(err, errShortfall) {

@@ -9,8 +9,21 @@
 -- ARGV[3]  entry to store, or "" to delete
 -- ARGV[4]  entry TTL, ms (ignored when deleting)
 --
+-- A token may record a write position: "<token>@<16 hex digits>" (see
+-- lsn.go). The new version keeps the higher of the old and new positions,
+-- so that an invalidation that arrives late never lowers it.
+--
 -- Returns 1.
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+local ver = ARGV[1]
+local old = redis.call('GET', KEYS[2])
+if old then
+  local was = string.match(old, '@(%x+)$')
+  local now = string.match(ver, '@(%x+)$')
+  if was and (not now or was > now) then
+    ver = string.match(ver, '^[^@]*') .. '@' .. was
+  end
+end
+redis.call('SET', KEYS[2], ver, 'PX', ARGV[2])
 if ARGV[3] == '' then
   redis.call('DEL', KEYS[1])
 else

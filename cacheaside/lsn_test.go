@@ -1,0 +1,84 @@
+package cacheaside
+
+import (
+	"context"
+	"testing"
+
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// An invalidation made with WithWriteLSN records its position in the id's
+// version; a later miss's loader sees it (Get under every strategy, and
+// GetMany), an invalidation with a lower position or none keeps the
+// higher one, a Set records it too, and an id never written requires
+// nothing.
+func TestWriteLSN_reachesLoader(t *testing.T) {
+	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
+		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
+	} {
+		for _, s := range []Strategy{None, SingleFlight, Mutex} {
+			t.Run(name+"/"+s.String(), func(t *testing.T) {
+				rn := redis(t)
+				c := newCache(t, rn.Client, rn.Namespace, nil)
+				e := newEntity[user](t, c, "u", Policy{Strategy: s})
+				testWriteLSN(t, e)
+			})
+		}
+	}
+}
+
+func testWriteLSN(t *testing.T, e *Entity[user]) {
+	ctx := context.Background()
+	var seen uint64
+	load := func(ctx context.Context, id string) (user, error) {
+		seen = RequiredLSN(ctx)
+		return user{ID: id}, nil
+	}
+	get := func(id string) uint64 {
+		t.Helper()
+		seen = 1 << 63
+		if _, err := e.Get(ctx, id, load); err != nil {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	if got := get("a"); got != 0 {
+		t.Fatalf("never written: loader requires %d, want 0", got)
+	}
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x2A0000FF), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("a"); got != 0x2A0000FF {
+		t.Fatalf("after a write at 2A0000FF the loader requires %X", got)
+	}
+	for _, late := range []context.Context{WithWriteLSN(ctx, 0x100), ctx} {
+		if err := e.Invalidate(late, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got := get("a"); got != 0x2A0000FF {
+			t.Fatalf("a later invalidation with a lower position lowered it to %X", got)
+		}
+	}
+	if err := e.Set(WithWriteLSN(ctx, 0x3000000000), "b", user{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Invalidate(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("b"); got != 0x3000000000 {
+		t.Fatalf("after Set at 3000000000 the loader requires %X", got)
+	}
+	if err := e.Invalidate(ctx, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	var many uint64
+	if _, err := e.GetMany(ctx, []string{"a", "b", "c"}, func(ctx context.Context, ids []string) (map[string]user, error) {
+		many = RequiredLSN(ctx)
+		return map[string]user{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if many != 0x3000000000 {
+		t.Fatalf("GetMany's loader requires %X, want the highest of its ids'", many)
+	}
+}
