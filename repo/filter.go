@@ -113,7 +113,7 @@ func (c *core[T, ID]) scan(ctx context.Context, ls []*lookup[ID], fn func(ids []
 	uks := make([][]string, len(ls))
 	var last ID
 	for page := 0; ; page++ {
-		q := c.db.WithContext(ctx).Select(cols).Order(clause.OrderByColumn{Column: pkCol}).Limit(c.batch)
+		q := c.primary(ctx).Select(cols).Order(clause.OrderByColumn{Column: pkCol}).Limit(c.batch)
 		if page > 0 {
 			q = q.Where(clause.Gt{Column: pkCol, Value: last})
 		}

@@ -190,7 +190,7 @@ func (in *inspection[T, ID]) lookMapping(ctx context.Context, l *lookup[ID], key
 			cond = clause.Expr{SQL: "CAST(? AS TEXT) = ?", Vars: []any{col, key}}
 		}
 		var ids []ID
-		err := in.r.c.db.WithContext(ctx).Model(new(T)).Where(cond).Limit(1).Pluck(in.r.c.pk.DBName, &ids).Error
+		err := in.r.c.primary(ctx).Model(new(T)).Where(cond).Limit(1).Pluck(in.r.c.pk.DBName, &ids).Error
 		if err != nil {
 			return lk, 0, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
 		}
@@ -217,7 +217,7 @@ func (in *inspection[T, ID]) filterWalk() walk {
 		if err := in.pace.wait(ctx); err != nil {
 			return false, err
 		}
-		q := c.db.WithContext(ctx).Model(new(T)).Order(clause.OrderByColumn{Column: col}).Limit(in.o.SampleSize)
+		q := c.primary(ctx).Model(new(T)).Order(clause.OrderByColumn{Column: col}).Limit(in.o.SampleSize)
 		if started {
 			q = q.Where(clause.Gt{Column: col, Value: last})
 		}

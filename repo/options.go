@@ -2,8 +2,10 @@ package repo
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
@@ -66,6 +68,22 @@ type Options struct {
 	// would write twice; the failed work is retried in the background
 	// either way, counted and logged (GetAfterCommitStats).
 	AfterCommitErrors bool
+
+	// ReadDB, when set, is a read-only *gorm.DB on a streaming replica of
+	// the primary: cache misses of Get and GetMany load from it when it
+	// has replayed every write they must see (see ReadStats and "Read
+	// replicas" in the package doc), else from the primary. Everything
+	// else runs on the *gorm.DB passed to New, which must reach the
+	// primary. With dbresolver registered on that *gorm.DB, leave ReadDB
+	// nil: the replica dbresolver picks is used the same way. Default nil:
+	// no replica.
+	ReadDB *gorm.DB
+
+	// ReplicaPoll is the shortest interval between two readings of a
+	// replica's replay position (one query on the replica, made by a miss
+	// that needs a newer position than the last reading). Default
+	// DefaultReplicaPoll. Unused without replicas.
+	ReplicaPoll time.Duration
 }
 
 // Defaults of Options.
@@ -95,6 +113,12 @@ func (o Options) withDefaults(table string) (Options, error) {
 		o.BatchSize = DefaultBatchSize
 	case o.BatchSize < 0 || o.BatchSize > maxBatchSize:
 		return o, fmt.Errorf("%w: BatchSize %d, it must be in [1, %d]", ErrInvalid, o.BatchSize, maxBatchSize)
+	}
+	switch {
+	case o.ReplicaPoll == 0:
+		o.ReplicaPoll = DefaultReplicaPoll
+	case o.ReplicaPoll < 0:
+		return o, fmt.Errorf("%w: negative ReplicaPoll %v", ErrInvalid, o.ReplicaPoll)
 	}
 	o.UniqueKey = append([]string(nil), o.UniqueKey...)
 	return o, nil

@@ -359,7 +359,7 @@ func checkValue(f *schema.Field, v any) error {
 
 // scope is the query's rows with Where equal to args.
 func (q *Query[T, ID]) scope(ctx context.Context, args []any) *gorm.DB {
-	db := q.r.c.db.WithContext(ctx).Model(new(T))
+	db := q.r.c.primary(ctx).Model(new(T))
 	for i, f := range q.l.where {
 		db = db.Where(clause.Eq{Column: column(f), Value: args[i]})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/asidekit/asidekit/cacheaside"
@@ -39,7 +40,9 @@ func (r *Repository[T, ID]) loadOne(ctx context.Context, key string, id ID) (T, 
 	// Find with a limit rather than Take: an absent row is an expected
 	// answer here, not an error for GORM's logger.
 	err := r.retryPlan(func() error {
-		return r.conn(ctx).Clauses(r.c.selectCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error
+		return r.load(ctx, func(db *gorm.DB) error {
+			return db.Clauses(r.c.selectCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error
+		})
 	})
 	if err != nil {
 		var zero T
@@ -115,7 +118,9 @@ func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey m
 		}
 		var rows []T
 		err := r.retryPlan(func() error {
-			return r.conn(ctx).Clauses(sel).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error
+			return r.load(ctx, func(db *gorm.DB) error {
+				return db.Clauses(sel).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error
+			})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("load %d ids: %w", len(ids), err) // mapErr adds the context

@@ -50,6 +50,8 @@ type core[T any, ID comparable] struct {
 	readCols clause.Select // the SELECT list of a row read (selectCols)
 	// reportAfterCommit is Options.AfterCommitErrors.
 	reportAfterCommit bool
+	// reads routes the loads of misses to replicas; nil without one.
+	reads *reads
 	// lists are the queries declared by NewQuery (the one field that
 	// changes after New; it guards itself).
 	lists queryList
@@ -109,6 +111,9 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 		reportAfterCommit: o.AfterCommitErrors,
 	}
 	c.claimErr = unchecked
+	if c.reads, err = newReads(db, o); err != nil {
+		return nil, err
+	}
 	if dec := newIDDecoder[ID](); dec != nil {
 		base := &Repository[T, ID]{c: c}
 		c.byKey = func(ctx context.Context, key string) (T, error) {
@@ -176,7 +181,7 @@ func (r *Repository[T, ID]) conn(ctx context.Context) *gorm.DB {
 	if r.tx != nil {
 		return r.tx.db.WithContext(ctx)
 	}
-	return r.c.db.WithContext(ctx)
+	return r.c.primary(ctx)
 }
 
 // pkEq is the condition "primary key = v".

@@ -48,6 +48,9 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if err != nil {
 		return err
 	}
+	if after.Len() > 0 || tracking(ctx) {
+		afterCommitLSN(ctx, db, &after)
+	}
 	return runAfterCommit(ctx, &after, false)
 }
 
@@ -101,5 +104,6 @@ func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *rowchange.Work) e
 		r.tx.queue(u)
 		return nil
 	}
+	afterCommitLSN(ctx, r.c.db, u)
 	return runAfterCommit(ctx, u, r.c.reportAfterCommit)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/cacheaside"
 )
 
 // Invalidator is a cacheaside.Entity of any type.
@@ -29,8 +31,18 @@ type Work struct {
 	targets []any // *addTarget or *invTarget, in first-use order
 	adds    map[Adder]*addTarget
 	invs    map[Invalidator]*invTarget
-	n       int // ids and keys queued
+	n       int    // ids and keys queued
+	lsn     uint64 // write position behind the work (SetLSN); 0: unknown
 }
+
+// SetLSN records that the work follows writes up to position lsn (a
+// PostgreSQL WAL position): its invalidations record the highest position
+// set (cacheaside.WithWriteLSN), so that a load from a replica that has
+// not replayed it is not cached.
+func (w *Work) SetLSN(lsn uint64) { w.lsn = max(w.lsn, lsn) }
+
+// LSN returns the highest position SetLSN recorded, or 0.
+func (w *Work) LSN() uint64 { return w.lsn }
 
 type addTarget struct {
 	f    Adder
@@ -87,6 +99,7 @@ func (w *Work) Invalidate(e Invalidator, ids ...string) {
 
 // Merge appends o's work to w's.
 func (w *Work) Merge(o *Work) {
+	w.SetLSN(o.lsn)
 	for _, t := range o.targets {
 		switch t := t.(type) {
 		case *addTarget:
@@ -115,6 +128,7 @@ func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 	if len(w.targets) == 0 {
 		return nil, nil
 	}
+	ctx = cacheaside.WithWriteLSN(ctx, w.lsn)
 	errs := make([]error, len(w.targets))
 	var wg sync.WaitGroup
 	for i, t := range w.targets[1:] {
@@ -127,7 +141,7 @@ func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 			continue
 		}
 		if failed == nil {
-			failed = &Work{}
+			failed = &Work{lsn: w.lsn}
 		}
 		switch t := w.targets[i].(type) {
 		case *addTarget:

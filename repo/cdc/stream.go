@@ -88,6 +88,7 @@ type applier struct {
 	truncs  []rowchange.Table // truncated in transactions not yet applied
 	warms   []rowchange.Table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
+	lsn     uint64    // replayed past it, a replica has the open transaction (rowchange.Work.SetLSN)
 	changes uint64    // row changes not yet applied
 	txns    uint64    // committed transactions not yet applied
 	end     LSN       // end of the last of them
@@ -133,6 +134,10 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 			return err
 		}
 		a.inTxn = true
+		// FinalLSN is where the transaction's commit record starts; a
+		// replay position is the end of a record, so one past it means
+		// the commit is replayed.
+		a.lsn = uint64(m.FinalLSN) + 1
 		a.inv.ctr.behindSince.CompareAndSwap(0, m.CommitTime.UnixNano())
 	case *pglogrepl.InsertMessage:
 		return a.change(ctx, m.RelationID, msg)
@@ -177,6 +182,7 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 	ch, err := r.change(msg)
 	if err == nil {
 		err = r.target.Queue(&a.set, ch)
+		a.set.SetLSN(a.lsn)
 	}
 	if err != nil {
 		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)

@@ -1,0 +1,373 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/cacheaside"
+)
+
+// Read replicas. A miss of Get or GetMany may load from a streaming
+// replica: Options.ReadDB, or the replica dbresolver picks when it is
+// registered on the repository's *gorm.DB. Everything else (writes, the
+// reads before a write, InsertIfAbsent, GetBy, queries, filter rebuilds,
+// transactions) stays on the primary: the *gorm.DB passed to New, whose
+// own connection pool must reach the primary.
+//
+// A replica trails the primary: loaded right after a write's invalidation,
+// it would return the old row, cached under the new version for the whole
+// TTL. So every write records the WAL position of its commit in the
+// invalidation (cacheaside.WithWriteLSN): a repository's write reads
+// pg_current_wal_insert_lsn() on the primary once its commit has returned
+// (a position at or past the end of its commit record), repo/cdc gives the
+// commit record's position exactly. A miss loads from a replica only when
+// the replica's replay position (pg_last_wal_replay_lsn(), the end of the
+// last record it replayed) is at least the highest position recorded on
+// the ids it loads: its snapshot, taken after that position was read, then
+// sees those commits. The replay position is read at most once per
+// Options.ReplicaPoll per replica, by a miss that needs a newer one, never
+// once per miss; a replay position only grows, so an old reading is a safe
+// lower bound. Otherwise the load goes to the primary (counted in
+// ReadStats). A replica that is down, failed a load, was promoted or
+// reports no replay position is skipped until a later reading says it
+// is a replica again; its loads go to the primary, never an error.
+
+// DefaultReplicaPoll is the default Options.ReplicaPoll.
+const DefaultReplicaPoll = 20 * time.Millisecond
+
+// replicaMaxAge is how old a replica's last reading may be before the
+// next load through it reads again (promotions and outages are noticed
+// within it even when no write asks for a newer position).
+const replicaMaxAge = time.Second
+
+// replicaQueryTimeout bounds one reading of a replica's position.
+const replicaQueryTimeout = time.Second
+
+// Replica states.
+const (
+	replicaUnknown    int32 = iota // never read
+	replicaOK                      // in recovery, with a replay position
+	replicaNotStandby              // not in recovery (promoted, or a primary)
+	replicaDown                    // the last reading or load failed
+)
+
+// replica is what a repository knows of one replica's progress.
+type replica struct {
+	pool   gorm.ConnPool
+	mu     sync.Mutex // held by the one reading in flight
+	lsn    atomic.Uint64
+	state  atomic.Int32
+	polled atomic.Int64 // Unix ns of the last reading's start
+}
+
+// ReadStats counts where a repository's cache misses loaded from, in this
+// process. Without replicas every load is a PrimaryLoad.
+type ReadStats struct {
+	ReplicaLoads int64 // loads served by a replica
+	PrimaryLoads int64 // loads served by the primary
+	// RedirectedLag counts loads sent to the primary because the replica
+	// had not replayed a write they must see.
+	RedirectedLag int64
+	// RedirectedUnavailable counts loads sent to the primary because the
+	// replica was down, not in recovery or not read yet.
+	RedirectedUnavailable int64
+	// ReplicaErrors counts loads that failed on a replica and were run
+	// again on the primary.
+	ReplicaErrors int64
+	// LagBytes is the WAL distance between the position a redirected load
+	// needed and the replica's replay position, at the last redirect for
+	// lag.
+	LagBytes int64
+}
+
+// reads routes a repository's loads; nil without replicas.
+type reads struct {
+	readDB   *gorm.DB // Options.ReadDB; nil with a resolver
+	fixed    *replica // readDB's
+	resolver bool     // dbresolver routes the *gorm.DB's reads
+	pools    sync.Map // gorm.ConnPool → *replica, with a resolver
+	poll     time.Duration
+	// ignoreLSN loads every miss from the replica (tests only: shows the
+	// stale fill the check prevents).
+	ignoreLSN bool
+
+	replicaLoads, primaryLoads, lag, unavailable, replicaErrs, lagBytes atomic.Int64
+}
+
+// replicasInUse is set once any repository has replicas: from then on
+// Transaction reads its commit's position for the invalidations.
+var replicasInUse atomic.Bool
+
+// resolverCallback is the name of dbresolver's callback, which picks the
+// connection pool of a statement.
+const resolverCallback = "gorm:db_resolver"
+
+// newReads returns the routing of a repository on db with o, or nil
+// when it has no replica.
+func newReads(db *gorm.DB, o Options) (*reads, error) {
+	resolver := db.Callback().Query().Get(resolverCallback) != nil
+	if o.ReadDB == nil && !resolver {
+		return nil, nil
+	}
+	if o.ReadDB != nil && resolver {
+		return nil, fmt.Errorf("%w: ReadDB is set and dbresolver is registered on the *gorm.DB: use one of them", ErrInvalid)
+	}
+	rd := &reads{resolver: resolver, poll: o.ReplicaPoll}
+	if o.ReadDB != nil {
+		rd.readDB = o.ReadDB.Session(&gorm.Session{NewDB: true})
+		rd.fixed = &replica{pool: o.ReadDB.ConnPool}
+	} else {
+		registerRouting(db)
+	}
+	replicasInUse.Store(true)
+	return rd, nil
+}
+
+// stats returns the counters.
+func (rd *reads) stats() ReadStats {
+	return ReadStats{
+		ReplicaLoads:          rd.replicaLoads.Load(),
+		PrimaryLoads:          rd.primaryLoads.Load(),
+		RedirectedLag:         rd.lag.Load(),
+		RedirectedUnavailable: rd.unavailable.Load(),
+		ReplicaErrors:         rd.replicaErrs.Load(),
+		LagBytes:              rd.lagBytes.Load(),
+	}
+}
+
+// required is the write position a load in ctx must see: the highest the
+// versions of its ids record, or a read-after token's.
+func required(ctx context.Context) uint64 {
+	return max(cacheaside.RequiredLSN(ctx), tokenOf(ctx))
+}
+
+// admit reports whether a load that must see position need may run on p,
+// reading p's position first when the last reading is too old for it;
+// when not, it counts the redirect.
+func (rd *reads) admit(ctx context.Context, p *replica, need uint64) bool {
+	if rd.ignoreLSN {
+		need = 0
+	}
+	now := time.Now().UnixNano()
+	fresh := now-p.polled.Load() < int64(replicaMaxAge)
+	if p.state.Load() == replicaOK && p.lsn.Load() >= need && fresh {
+		return true
+	}
+	if now-p.polled.Load() >= int64(rd.poll) && p.mu.TryLock() {
+		p.read(ctx)
+		p.mu.Unlock()
+	}
+	if p.state.Load() != replicaOK {
+		rd.unavailable.Add(1)
+		return false
+	}
+	if have := p.lsn.Load(); have < need {
+		rd.lag.Add(1)
+		rd.lagBytes.Store(int64(min(need-have, math.MaxInt64)))
+		return false
+	}
+	return true
+}
+
+// read reads p's replay position; the caller holds p.mu.
+func (p *replica) read(ctx context.Context) {
+	p.polled.Store(time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replicaQueryTimeout)
+	defer cancel()
+	var recovery bool
+	var pos *string
+	err := p.pool.QueryRowContext(ctx, "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text").Scan(&recovery, &pos)
+	switch {
+	case err != nil:
+		p.state.Store(replicaDown)
+	case !recovery || pos == nil:
+		p.state.Store(replicaNotStandby)
+	default:
+		lsn, err := pglogrepl.ParseLSN(*pos)
+		if err != nil {
+			p.state.Store(replicaDown)
+			return
+		}
+		p.lsn.Store(uint64(lsn))
+		p.state.Store(replicaOK)
+	}
+}
+
+// failed marks p down after a failed load: the next load reads it again
+// before using it.
+func (p *replica) failed() {
+	p.state.Store(replicaDown)
+}
+
+// replicaFor returns the replica of a pool dbresolver picked.
+func (rd *reads) replicaFor(pool gorm.ConnPool) *replica {
+	if p, ok := rd.pools.Load(pool); ok {
+		return p.(*replica)
+	}
+	p, _ := rd.pools.LoadOrStore(pool, &replica{pool: pool})
+	return p.(*replica)
+}
+
+// run runs query, a load of a miss, on the connection it may use: a
+// replica that has replayed what the load must see, else the primary
+// (primary is the repository's *gorm.DB). A load that fails on a replica
+// runs again on the primary.
+func (rd *reads) run(ctx context.Context, primary *gorm.DB, query func(*gorm.DB) error) error {
+	need := required(ctx)
+	if rd.readDB != nil {
+		if rd.admit(ctx, rd.fixed, need) {
+			err := query(rd.readDB.WithContext(ctx))
+			if err == nil {
+				rd.replicaLoads.Add(1)
+				return nil
+			}
+			if ctx.Err() != nil {
+				return err
+			}
+			rd.fixed.failed()
+			rd.replicaErrs.Add(1)
+		}
+		rd.primaryLoads.Add(1)
+		return query(primary.WithContext(ctx))
+	}
+	rt := &route{reads: rd, need: need}
+	err := query(primary.WithContext(context.WithValue(ctx, routeKey{}, rt)))
+	if err != nil && rt.replica != nil && ctx.Err() == nil {
+		rt.replica.failed()
+		rd.replicaErrs.Add(1)
+		rd.replicaLoads.Add(-1) // counted by the callback; it did not serve
+		rd.primaryLoads.Add(1)
+		err = query(primary.WithContext(context.WithValue(ctx, routeKey{}, primaryRoute)))
+	}
+	return err
+}
+
+// route is a statement's routing, carried by its context to routeRead.
+type route struct {
+	reads   *reads // nil: the primary, always
+	need    uint64
+	replica *replica // set by routeRead when the statement ran on one
+}
+
+type routeKey struct{}
+
+// primaryRoute keeps a statement on the primary.
+var primaryRoute = &route{}
+
+// primary returns the repository's *gorm.DB bound to ctx, its statements
+// kept on the primary even when dbresolver would send them to a replica.
+func (c *core[T, ID]) primary(ctx context.Context) *gorm.DB {
+	if c.reads != nil && c.reads.resolver {
+		ctx = context.WithValue(ctx, routeKey{}, primaryRoute)
+	}
+	return c.db.WithContext(ctx)
+}
+
+// load runs query, a load of a miss, on a replica when one may serve it
+// (see run), else on the primary; in a transaction, on the transaction.
+func (r *Repository[T, ID]) load(ctx context.Context, query func(*gorm.DB) error) error {
+	if r.tx != nil || r.c.reads == nil {
+		return query(r.conn(ctx))
+	}
+	return r.c.reads.run(ctx, r.c.db, query)
+}
+
+var routingMu sync.Mutex
+
+// routeName is the name of routeRead's callbacks.
+const routeName = "asidekit:replica_route"
+
+// registerRouting adds routeRead after dbresolver's callback to db's
+// query, row and raw chains, once per set of callbacks.
+func registerRouting(db *gorm.DB) {
+	routingMu.Lock()
+	defer routingMu.Unlock()
+	if db.Callback().Query().Get(routeName) != nil {
+		return
+	}
+	_ = db.Callback().Query().After(resolverCallback).Before("gorm:query").Register(routeName, routeRead)
+	_ = db.Callback().Row().After(resolverCallback).Before("gorm:row").Register(routeName, routeRead)
+	_ = db.Callback().Raw().After(resolverCallback).Before("gorm:raw").Register(routeName, routeRead)
+}
+
+// routeRead runs after dbresolver picked a statement's pool: a statement
+// of a repository that must stay on the primary, or a load whose replica
+// has not replayed what it must see, is moved to the *gorm.DB's own pool
+// (the primary). Statements of others, and of transactions, are left
+// alone.
+func routeRead(db *gorm.DB) {
+	if db.Error != nil || db.Statement.Context == nil {
+		return
+	}
+	rt, _ := db.Statement.Context.Value(routeKey{}).(*route)
+	if rt == nil {
+		return
+	}
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
+		return
+	}
+	home := db.Config.ConnPool
+	if rt.reads == nil {
+		db.Statement.ConnPool = home
+		return
+	}
+	chosen := db.Statement.ConnPool
+	if chosen == home {
+		rt.reads.primaryLoads.Add(1)
+		return
+	}
+	p := rt.reads.replicaFor(chosen)
+	if rt.reads.admit(db.Statement.Context, p, rt.need) {
+		rt.replica = p
+		rt.reads.replicaLoads.Add(1)
+		return
+	}
+	db.Statement.ConnPool = home
+	rt.reads.primaryLoads.Add(1)
+}
+
+// ReadStats returns where the repository's cache misses loaded from.
+func (r *Repository[T, ID]) ReadStats() ReadStats {
+	if r.c.reads == nil {
+		s := r.c.ent.Stats()
+		return ReadStats{PrimaryLoads: int64(s.Loads + s.LoadErrors)}
+	}
+	return r.c.reads.stats()
+}
+
+// writeLSN returns the primary's WAL insert position, read after a
+// commit: at or past the end of its commit record. It is 0 without
+// replicas (nothing needs it), and the highest position when it cannot be
+// read (every load of the written ids then goes to the primary until
+// their versions expire: never a stale fill).
+func writeLSN(ctx context.Context, db *gorm.DB) uint64 {
+	if !replicasInUse.Load() {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replicaQueryTimeout)
+	defer cancel()
+	var pos string
+	if err := db.ConnPool.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&pos); err != nil {
+		return math.MaxUint64
+	}
+	lsn, err := pglogrepl.ParseLSN(pos)
+	if err != nil {
+		return math.MaxUint64
+	}
+	return uint64(lsn)
+}
+
+// afterCommitLSN records in w the position of the commit it follows (see
+// writeLSN), and in ctx's write tracker (TrackWrites).
+func afterCommitLSN(ctx context.Context, db *gorm.DB, w interface{ SetLSN(uint64) }) {
+	lsn := writeLSN(ctx, db)
+	w.SetLSN(lsn)
+	trackWrite(ctx, lsn)
+}
