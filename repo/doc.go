@@ -165,4 +165,15 @@
 //
 // DB returns a plain *gorm.DB on T's table for queries the repository does
 // not cover; they are not cached.
+//
+// # Read replicas
+//
+// Misses of Get and GetMany may load from a streaming replica
+// (Options.ReadDB, or dbresolver on the *gorm.DB given to New); every
+// other statement stays on the primary. Invalidations record the WAL
+// position of the write behind them, and a miss loads from the replica
+// only once it has replayed that position, else from the primary, so no
+// fill is older than a write it follows. TrackWrites and ReadAfter carry
+// a write's position to reads in other processes; ReadStats counts where
+// loads went. See replica.go for the reasoning.
 package repo
