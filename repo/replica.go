@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
@@ -190,12 +191,12 @@ func (p *replica) read(ctx context.Context) {
 	case !recovery || pos == nil:
 		p.state.Store(replicaNotStandby)
 	default:
-		lsn, err := pglogrepl.ParseLSN(*pos)
+		lsn, err := parseLSN(*pos)
 		if err != nil {
 			p.state.Store(replicaDown)
 			return
 		}
-		p.lsn.Store(uint64(lsn))
+		p.lsn.Store(lsn)
 		p.state.Store(replicaOK)
 	}
 }
@@ -357,11 +358,11 @@ func writeLSN(ctx context.Context, db *gorm.DB) uint64 {
 	if err := db.ConnPool.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&pos); err != nil {
 		return math.MaxUint64
 	}
-	lsn, err := pglogrepl.ParseLSN(pos)
+	lsn, err := parseLSN(pos)
 	if err != nil {
 		return math.MaxUint64
 	}
-	return uint64(lsn)
+	return lsn
 }
 
 // afterCommitLSN records in w the position of the commit it follows (see
@@ -370,4 +371,22 @@ func afterCommitLSN(ctx context.Context, db *gorm.DB, w interface{ SetLSN(uint64
 	lsn := writeLSN(ctx, db)
 	w.SetLSN(lsn)
 	trackWrite(ctx, lsn)
+}
+
+// parseLSN parses PostgreSQL's text form of a WAL position, "X/Y" (two
+// hexadecimal numbers, the high and low 32 bits).
+func parseLSN(s string) (uint64, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("WAL position %q: no /", s)
+	}
+	h, err := strconv.ParseUint(hi, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("WAL position %q: %w", s, err)
+	}
+	l, err := strconv.ParseUint(lo, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("WAL position %q: %w", s, err)
+	}
+	return h<<32 | l, nil
 }
