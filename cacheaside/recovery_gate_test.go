@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/asidekit/asidekit/internal/faultproxy"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -32,19 +29,7 @@ func TestRecoveryGate_otherProcessNotStale(t *testing.T) {
 
 func testRecoveryGate(t *testing.T, rule bool) {
 	r := testcontainers.Redis(t)
-	proxy, err := faultproxy.New(r.Addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	dial := func() *redis.Client {
-		c := redis.NewClient(&redis.Options{
-			Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
-			ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1,
-		})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	proxy, dial := proxied(t, r)
 	opts := &Options{BreakerThreshold: 1000}
 	ca, cb := newCache(t, dial(), r.Namespace, opts), newCache(t, dial(), r.Namespace, opts)
 	// The invalidator reaches Redis on a link of its own.

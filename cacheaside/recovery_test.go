@@ -30,16 +30,8 @@ func TestRecovery_pendingInvalidationNotServed(t *testing.T) {
 
 func testPendingInvalidation(t *testing.T, rule bool) {
 	r := testcontainers.Redis(t)
-	proxy, err := faultproxy.New(r.Addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	client := redis.NewClient(&redis.Options{
-		Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1,
-	})
-	t.Cleanup(func() { _ = client.Close() })
+	proxy, dial := proxied(t, r)
+	client := dial()
 	c := newCache(t, client, r.Namespace, &Options{BreakerThreshold: 1000})
 	c.retry.ignore = !rule
 	e := newEntity[user](t, c, "user", Policy{TTL: time.Hour})
@@ -102,5 +94,25 @@ func testPendingInvalidation(t *testing.T, rule bool) {
 	}
 	if u, err := e.Get(ctx, "1", load); err != nil || u.Ver != 2 {
 		t.Errorf("after the retry: Get = %+v, %v; want version 2", u, err)
+	}
+}
+
+// proxied puts a fault proxy in front of r; dial returns a client that
+// reaches r through it, with short timeouts and no retries so that a cut
+// fails calls at once.
+func proxied(t *testing.T, r *testcontainers.RedisNamespace) (*faultproxy.Proxy, func() *redis.Client) {
+	t.Helper()
+	proxy, err := faultproxy.New(r.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	return proxy, func() *redis.Client {
+		c := redis.NewClient(&redis.Options{
+			Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
+			ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1,
+		})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
 	}
 }

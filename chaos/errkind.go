@@ -64,6 +64,20 @@ func definite(err error) bool {
 	return false
 }
 
+// applied says whether a repository write that returned err happened.
+func applied(err error) Applied {
+	switch {
+	case err == nil:
+		return Yes
+	case definite(err):
+		return No
+	case errors.Is(err, repo.ErrAfterCommit):
+		return Committed
+	default:
+		return Maybe
+	}
+}
+
 // counts is a histogram of names.
 type counts map[string]int
 

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -175,16 +174,7 @@ func (lw *listWorkload) write(rn *run, p *process, si int, id, g int64) {
 		err = r.Update(ctx, &v)
 	}
 	op.End = rn.clk.now()
-	switch {
-	case err == nil:
-		op.Applied = Yes
-	case definite(err):
-		op.Applied = No
-	case errors.Is(err, repo.ErrAfterCommit):
-		op.Applied = Committed
-	default:
-		op.Applied = Maybe
-	}
+	op.Applied = applied(err)
 	switch {
 	case op.Applied != No:
 		ks.grp = g // when a Maybe write did not happen, the next write finds out

@@ -124,16 +124,7 @@ func (rn *run) write(proc int, r *repo.Repository[Item, int64], kind Kind, id in
 		err = r.Delete(ctx, id)
 	}
 	op.End = rn.clk.now()
-	switch {
-	case err == nil:
-		op.Applied = Yes
-	case definite(err):
-		op.Applied = No
-	case errors.Is(err, repo.ErrAfterCommit):
-		op.Applied = Committed
-	default:
-		op.Applied = Maybe
-	}
+	op.Applied = applied(err)
 	rn.hist.add(op, err)
 	return err
 }
