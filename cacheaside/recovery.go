@@ -85,6 +85,9 @@ func (c *Cache) AddRecoveryGate(gate RecoveryGate) (remove func()) {
 		if r.stop != nil {
 			r.stop()
 		}
+		if len(r.gates) == 0 && r.closed.Load() {
+			r.openLocked() // no gate holds reads any more
+		}
 		r.mu.Unlock()
 	}
 }

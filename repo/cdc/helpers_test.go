@@ -141,6 +141,11 @@ func (e *env) sync(t testing.TB, inv *cdc.Invalidator) {
 	if err := inv.Wait(ctx, lsn); err != nil {
 		t.Fatalf("wait for %s: %v (stats %+v)", lsn, err, inv.Stats())
 	}
+	// Until the recovery gate opens (CatchUp passed), reads bypass the
+	// cache: a test that counts loads or expects a cached value waits.
+	if err := e.cache.WaitRecovered(ctx); err != nil {
+		t.Fatalf("wait for the recovery gate: %v (stats %+v)", err, inv.Stats())
+	}
 }
 
 func (e *env) currentLSN(t testing.TB) cdc.LSN {
