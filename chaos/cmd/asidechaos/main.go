@@ -33,6 +33,7 @@ func main() {
 	flag.IntVar(&cfg.Keys, "keys", 6, "rows per cache strategy")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "expiries per strategy in the loads check")
 	flag.StringVar(&cfg.OutDir, "out", "out/chaos", "directory of the failing history")
+	flag.BoolVar(&cfg.Lists, "lists", false, "add list reads of a cached query and their check (off: stale list reads under faults are not explained yet)")
 	quiet := flag.Bool("q", false, "no progress lines")
 	flag.Parse()
 	if *ci {
