@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/asidekit/asidekit/internal/script"
 )
 
@@ -92,15 +94,33 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 	return fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, e.name, len(failed), len(todo), err)
 }
 
+// invalidateBatch is the most ids one write.lua call carries on a single
+// Redis node: a few hundred microseconds of server time, so that a big
+// batch (a bulk write, a CDC transaction) never blocks Redis for long.
+const invalidateBatch = 64
+
 // invalidate runs write.lua in delete mode for every pending entry in one
 // pipeline (with Options.ReplicaAcks, one per master, each followed by
 // WAIT) and returns the entries that failed or that too few replicas
-// confirmed (counted). An error that matches errShortfall is not a Redis
-// failure: Redis answered.
+// confirmed (counted). On a single node (a *redis.Client, standalone or
+// Sentinel) a call carries up to invalidateBatch ids; on a Cluster or a
+// Ring one, since their keys are in different slots or shards. An error that matches errShortfall is not a Redis failure:
+// Redis answered.
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
-	calls := make([]script.Call, len(todo))
-	for i, p := range todo {
-		calls[i] = script.Call{Script: writeScript, Keys: []string{p.key, p.key + ":ver"}, Args: []any{versionToken(p.lsn), p.verPX, "", 0}}
+	per := 1
+	if _, single := c.client.(*redis.Client); single {
+		per = invalidateBatch
+	}
+	calls := make([]script.Call, 0, (len(todo)+per-1)/per)
+	for start := 0; start < len(todo); start += per {
+		batch := todo[start:min(start+per, len(todo))]
+		keys := make([]string, 0, 2*len(batch))
+		args := make([]any, 0, 4*len(batch))
+		for _, p := range batch {
+			keys = append(keys, p.key, p.key+":ver")
+			args = append(args, versionToken(p.lsn), p.verPX, "", 0)
+		}
+		calls = append(calls, script.Call{Script: writeScript, Keys: keys, Args: args})
 	}
 	out, err := c.writeAll(ctx, calls)
 	if err == nil || errors.Is(err, errShortfall) {
@@ -111,11 +131,14 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	}
 	var failed []pending
 	for i, o := range out {
-		if o == writeShort {
-			todo[i].ctr.shortfalls.Add(1)
-		}
-		if o != writeApplied {
-			failed = append(failed, todo[i])
+		batch := todo[i*per : min((i+1)*per, len(todo))]
+		for _, p := range batch {
+			if o == writeShort {
+				p.ctr.shortfalls.Add(1)
+			}
+			if o != writeApplied {
+				failed = append(failed, p)
+			}
 		}
 	}
 	return failed, err

@@ -1,32 +1,39 @@
--- write.lua: Invalidate and Set. Replace the id's version token, which
--- defeats every load that read the old one, and delete (or overwrite) the
--- entry, in one step.
+-- write.lua: Invalidate and Set. Replace an id's version token, which
+-- defeats every load that read the old one, and delete (or overwrite) its
+-- entry, in one step. One call may carry several ids (Invalidate on a
+-- single Redis node sends up to invalidateBatch per call: their keys are
+-- in different Cluster slots, so a Cluster gets one id per call).
 --
--- KEYS[1]  entry key        ns:{name:id}
--- KEYS[2]  version key      ns:{name:id}:ver
--- ARGV[1]  new version token
--- ARGV[2]  version TTL, ms
--- ARGV[3]  entry to store, or "" to delete
--- ARGV[4]  entry TTL, ms (ignored when deleting)
+-- For the i-th id (i = 1, 2, ...):
+-- KEYS[2i-1]  entry key        ns:{name:id}
+-- KEYS[2i]    version key      ns:{name:id}:ver
+-- ARGV[4i-3]  new version token
+-- ARGV[4i-2]  version TTL, ms
+-- ARGV[4i-1]  entry to store, or "" to delete
+-- ARGV[4i]    entry TTL, ms (ignored when deleting)
 --
 -- A token may record a write position: "<token>@<16 hex digits>" (see
 -- lsn.go). The new version keeps the higher of the old and new positions,
 -- so that an invalidation that arrives late never lowers it.
 --
--- Returns 1.
-local ver = ARGV[1]
-local old = redis.call('GET', KEYS[2])
-if old then
-  local was = string.match(old, '@(%x+)$')
-  local now = string.match(ver, '@(%x+)$')
-  if was and (not now or was > now) then
-    ver = string.match(ver, '^[^@]*') .. '@' .. was
+-- Returns the number of ids written.
+local n = #KEYS / 2
+for i = 0, n - 1 do
+  local key, verKey, a = KEYS[2 * i + 1], KEYS[2 * i + 2], 4 * i
+  local ver = ARGV[a + 1]
+  local old = redis.call('GET', verKey)
+  if old then
+    local was = string.match(old, '@(%x+)$')
+    local now = string.match(ver, '@(%x+)$')
+    if was and (not now or was > now) then
+      ver = string.match(ver, '^[^@]*') .. '@' .. was
+    end
+  end
+  redis.call('SET', verKey, ver, 'PX', ARGV[a + 2])
+  if ARGV[a + 3] == '' then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, ARGV[a + 3], 'PX', ARGV[a + 4])
   end
 end
-redis.call('SET', KEYS[2], ver, 'PX', ARGV[2])
-if ARGV[3] == '' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
-end
-return 1
+return n
