@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -427,7 +426,7 @@ func testFailoverHistory(t *testing.T, acks int) {
 	for _, id := range h.ids { // every id cached
 		h.read(t, ctx, id)
 	}
-	h.steps(t, ctx, rnd, 60, nil)
+	h.steps(t, ctx, rnd, 60)
 
 	// Cut one master's replica off, then more steps, with at least one
 	// write of one of that master's ids, whose old entry the replica has.
@@ -450,8 +449,8 @@ func testFailoverHistory(t *testing.T, acks int) {
 	waitInSync(t, ctx, master, replica)
 	onMaster := h.on(t, ctx, master)
 	cutReplica(t, ctx, master, replica)
-	h.steps(t, ctx, rnd, 60, onMaster)
-	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))], onMaster)
+	h.steps(t, ctx, rnd, 60)
+	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))])
 
 	master.Kill()
 	if err := replica.Resume(); err != nil {
@@ -485,7 +484,7 @@ func testFailoverHistory(t *testing.T, acks int) {
 		t.Fatal(err)
 	}
 	h.rig.waitPending(t, ctx, 0)
-	h.steps(t, ctx, rnd, 60, nil)
+	h.steps(t, ctx, rnd, 60)
 	for _, id := range h.ids {
 		h.read(t, ctx, id)
 	}
@@ -519,9 +518,12 @@ func (h *foHistory) read(t *testing.T, ctx context.Context, id string) {
 	}
 }
 
-// write changes id's row, then invalidates it (or Sets it). A write of an
-// id in short (served by a master without a replica) may be pending.
-func (h *foHistory) write(t *testing.T, ctx context.Context, rnd *rand.Rand, id string, short []string) {
+// write changes id's row, then invalidates it (or Sets it). With
+// ReplicaAcks the write may be pending: certainly for an id of a master
+// whose replica is cut off, and for any id when a replica on a busy
+// machine misses the ack bound; the retrier confirms it later, and the
+// reads that follow are checked all the same.
+func (h *foHistory) write(t *testing.T, ctx context.Context, rnd *rand.Rand, id string) {
 	t.Helper()
 	h.db[id]++
 	var err error
@@ -530,18 +532,18 @@ func (h *foHistory) write(t *testing.T, ctx context.Context, rnd *rand.Rand, id 
 	} else {
 		err = h.rig.e.Set(ctx, id, user{ID: id, Ver: h.db[id]})
 	}
-	if err != nil && !(errors.Is(err, ErrInvalidationPending) && h.rig.c.acks.n > 0 && slices.Contains(short, id)) {
+	if err != nil && !(errors.Is(err, ErrInvalidationPending) && h.rig.c.acks.n > 0) {
 		t.Fatalf("write of %s: %v", id, err)
 	}
 }
 
 // steps makes n random steps: reads (checked) and writes.
-func (h *foHistory) steps(t *testing.T, ctx context.Context, rnd *rand.Rand, n int, short []string) {
+func (h *foHistory) steps(t *testing.T, ctx context.Context, rnd *rand.Rand, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		id := h.ids[rnd.Intn(len(h.ids))]
 		if rnd.Intn(3) == 0 {
-			h.write(t, ctx, rnd, id, short)
+			h.write(t, ctx, rnd, id)
 		} else {
 			h.read(t, ctx, id)
 		}
