@@ -35,20 +35,19 @@ type ReplicatedCluster struct {
 // PATH or the cluster does not form within 30 seconds.
 func NewReplicatedCluster(t testing.TB) *ReplicatedCluster {
 	t.Helper()
-	rc, err := startReplicatedCluster()
+	rc, err := StartReplicatedCluster()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, n := range rc.Nodes {
-			_ = n.Resume() // a paused server would ignore SIGTERM
-			n.remove()
-		}
-	})
+	t.Cleanup(rc.Close)
 	return rc
 }
 
-func startReplicatedCluster() (*ReplicatedCluster, error) {
+// StartReplicatedCluster is NewReplicatedCluster for a program that is not
+// a test (asidebench, asidechaos): the caller removes the nodes with
+// Close. The error wraps the cause when redis-server is not on PATH or the
+// cluster does not form within 30 seconds.
+func StartReplicatedCluster() (*ReplicatedCluster, error) {
 	rc := &ReplicatedCluster{}
 	fail := func(err error) (*ReplicatedCluster, error) {
 		for _, n := range rc.Nodes {
@@ -81,6 +80,14 @@ func startReplicatedCluster() (*ReplicatedCluster, error) {
 		return fail(err)
 	}
 	return rc, nil
+}
+
+// Close stops every node (paused ones too) and removes its files.
+func (rc *ReplicatedCluster) Close() {
+	for _, n := range rc.Nodes {
+		_ = n.Resume() // a paused server would ignore SIGTERM
+		n.remove()
+	}
 }
 
 // NewClient returns a cluster client seeded with every node, closed at
