@@ -159,6 +159,11 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 		}
 		res.Rows = append(res.Rows, row)
 	}
+	foRows, foNotes, err := runOutageFailovers(ctx, env, p)
+	if err != nil {
+		return res, err
+	}
+	res.Rows, res.Notes = append(res.Rows, foRows...), append(res.Notes, foNotes...)
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("%d processes × %d goroutines, requests back to back; Redis link cut or stalled %v after %v, restored %v before the end",
 			p.Instances, p.Goroutines, p.Fault, p.Before, p.After),

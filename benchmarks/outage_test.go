@@ -85,6 +85,21 @@ func TestOutage_real(t *testing.T) {
 	if n := metric(t, res, "restart/no_gate", benchmarks.MetricStaleAfterStart); n == 0 {
 		t.Error("restart/no_gate: stale_reads_after_start = 0: the restart check proves nothing")
 	}
+	// A failover after writes the killed master's replica never got: with
+	// ReplicaAcks none of them was reported done, so no read older than a
+	// completed write (or than the process's own pending one); without,
+	// the promoted replica serves the old entries.
+	if n := metric(t, res, "failover", benchmarks.MetricWritesCut); n == 0 {
+		t.Error("failover: no write while the replica was cut off")
+	}
+	if n := metric(t, res, "failover", benchmarks.MetricStaleAfterFailover); n != 0 {
+		t.Errorf("failover: stale_reads_after_failover = %v", n)
+	}
+	if n := metric(t, res, "failover/no_acks", benchmarks.MetricStaleAfterFailover); n == 0 {
+		t.Error("failover/no_acks: stale_reads_after_failover = 0: the failover check proves nothing")
+	}
+	t.Logf("failover: %s = %v (another process's unconfirmed write; README: what remains)",
+		benchmarks.MetricStaleAfterFailoverOthers, metric(t, res, "failover", benchmarks.MetricStaleAfterFailoverOthers))
 	t.Logf("kit/cut/no_gate: stale_reads_after_restore = %v (the gate's effect; not asserted: it depends on timing)",
 		metric(t, res, "kit/cut/no_gate", benchmarks.MetricStaleAfterRestore))
 }
