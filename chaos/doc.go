@@ -44,7 +44,15 @@
 //     SingleFlight;
 //   - lists: a list read has every row that a write completed before it
 //     began put in its group, none that one took out, in the query's
-//     order (check_lists.go says what a write of unknown outcome allows).
+//     order (check_lists.go says what a write of unknown outcome allows);
+//   - recovery: a write that committed but whose invalidation failed
+//     (repo.ErrAfterCommit) binds every later read of the process that made
+//     it, during a Redis fault and after its heal (check_recovery.go);
+//   - failover: after the main run, a phase of its own on a private
+//     3-master + 3-replica Redis Cluster from PATH (failover.go): the
+//     workload on rows of its own with cacheaside.Options.ReplicaAcks 1,
+//     a master's replica cut off, the master killed and the replica
+//     promoted; its history is checked by the reads and recovery checks.
 //
 // A violation writes the operations around it, the faults and the seed to a
 // file; the same seed replays the same fault schedule and the same choices

@@ -113,6 +113,10 @@ func (rn *run) check(conv convergence, insp inspection, rounds []loadRound, mark
 	no, vs, oerrs := checkOutage(ops, faults)
 	add("outage (limiter, seqgen: own Redis down)", no, vs, oerrs, []Kind{OpAllow, OpSerial}, LinkGuard, LinkCache)
 
+	nrec, healed, vs := checkRecovery(ops, faults)
+	add("recovery (own ErrAfterCommit writes)", nrec, vs, errs(repoOps...), repoOps, LinkCache)
+	rep.Notes = append(rep.Notes, fmt.Sprintf("recovery: %d reads checked against their process's own ErrAfterCommit write, %d of them after the heal of its cache Redis", nrec, healed))
+
 	nlists, vs := checkLists(ops)
 	add("lists (no stale list read)", nlists, vs, errs(OpList, OpListWrite), []Kind{OpList, OpListWrite}, LinkCache, LinkPG)
 

@@ -37,6 +37,9 @@ type Config struct {
 	// workload (the "lists" row). Default off: a run with them has found
 	// stale list reads under faults that are not explained yet.
 	Lists bool
+	// noReplicaAcks runs the failover phase's caches without ReplicaAcks:
+	// the rule off, for the test that shows its check fails without it.
+	noReplicaAcks bool
 	// OutDir is where a failing history is written. Default ".".
 	OutDir string
 	// Log receives progress lines. Default: none.
@@ -143,6 +146,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := rn.check(conv, insp, rounds, marks)
+	rn.logf("failover phase: a 3-master + 3-replica Cluster from PATH")
+	ph := rn.failover(ctx)
+	if ph.err != nil {
+		return nil, ph.err
+	}
+	rep.addFailover(ph)
 	if len(rep.Violations) > 0 {
 		if rep.FailureFile, err = rn.writeFailure(rep); err != nil {
 			return rep, err
