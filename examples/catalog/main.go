@@ -69,6 +69,17 @@ func serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer svc.Close()
+	// Readiness, as README shows: reads are served from the first request
+	// on, but while a recovery gate holds them (a repo/cdc Invalidator
+	// catching up at start, or after a Redis failure) they go to the
+	// database. Wait, bounded, until they use the cache; the catalog runs
+	// no Invalidator, so this returns at once.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = svc.cache.WaitRecovered(wctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("cache not ready: %w", err)
+	}
 	srv := &http.Server{Addr: cfg.Addr, Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
