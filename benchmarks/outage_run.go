@@ -47,9 +47,18 @@ type outageTally struct {
 	staleAfterOOB  int64         // of staleAfter, those older only than a plain-SQL write
 	lastStaleAfter time.Duration // restore → the end of the last stale read after it
 	falseNotFound  int64
+	latBefore      []time.Duration
 	latDuring      []time.Duration
-	serials        []string
-	firstErr       error // the first error of a request that began during the fault
+	// latSteady holds the latencies of the requests that began at least
+	// outageSettle after the fault began; stepDuring those of each step
+	// of the requests that began during the fault, and slowBy counts the
+	// requests during the fault slower than outageSlow by their slowest
+	// step.
+	latSteady  []time.Duration
+	stepDuring [numOutageSteps][]time.Duration
+	slowBy     [numOutageSteps]int64
+	serials    []string
+	firstErr   error // the first error of a request that began during the fault
 }
 
 func (t *outageTally) add(o *outageTally) {
@@ -65,7 +74,13 @@ func (t *outageTally) add(o *outageTally) {
 	t.staleAfterOOB += o.staleAfterOOB
 	t.lastStaleAfter = max(t.lastStaleAfter, o.lastStaleAfter)
 	t.falseNotFound += o.falseNotFound
+	t.latBefore = append(t.latBefore, o.latBefore...)
 	t.latDuring = append(t.latDuring, o.latDuring...)
+	t.latSteady = append(t.latSteady, o.latSteady...)
+	for i := range o.stepDuring {
+		t.stepDuring[i] = append(t.stepDuring[i], o.stepDuring[i]...)
+		t.slowBy[i] += o.slowBy[i]
+	}
 	t.serials = append(t.serials, o.serials...)
 	if t.firstErr == nil {
 		t.firstErr = o.firstErr
@@ -89,9 +104,14 @@ func (w *outageWorkload) pickRow(rng *rand.Rand) int64 {
 }
 
 // request is one request of the service: the limiter, then a read (85%),
-// a write through the repository (10%) or a serial number (5%).
-func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.Rand, phase int, t *outageTally) error {
+// a write through the repository (10%) or a serial number (5%). It
+// records how long the limiter and the operation took in st.
+func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.Rand, phase int, t *outageTally, st *outageSteps) error {
+	start := time.Now()
 	res, err := pr.limiter.Allow(ctx, fmt.Sprintf("client-%d", rng.IntN(64)))
+	st.limiter = time.Since(start)
+	opStart := time.Now()
+	defer func() { st.op = time.Since(opStart) }()
 	switch {
 	case errors.Is(err, limit.ErrFailedOpen):
 		t.failOpen++
@@ -102,12 +122,14 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 	}
 	switch x := rng.IntN(100); {
 	case x < 10:
+		st.kind = stepWrite
 		ac, err := w.truth.repoWrite(ctx, pr, w.pickRow(rng))
 		if ac {
 			t.afterCommit++
 		}
 		return err
 	case x < 15:
+		st.kind = stepSerial
 		s, err := pr.gen.Next(ctx, outageBiz)
 		if err == nil {
 			t.serials = append(t.serials, s)
@@ -115,6 +137,7 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 		return err
 	}
 	// A read: hot rows 70%, any row 25%, absent ids 5%.
+	st.kind = stepRead
 	var id int64
 	switch x := rng.IntN(100); {
 	case x < 70:
@@ -263,11 +286,17 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 			rng := rand.New(rand.NewPCG(uint64(i), 11))
 			for start := time.Now(); start.Before(end) && ctx.Err() == nil; start = time.Now() {
 				phase := c.phase(start)
-				err := w.request(ctx, pr, rng, phase, t)
+				var st outageSteps
+				err := w.request(ctx, pr, rng, phase, t, &st)
 				done := time.Now()
 				t.done[min(int(done.Sub(c.t0)/(100*time.Millisecond)), buckets-1)]++
+				switch phase {
+				case 0:
+					t.latBefore = append(t.latBefore, done.Sub(start))
+				case 1:
+					t.recordDuring(start, done, c, &st)
+				}
 				if phase == 1 {
-					t.latDuring = append(t.latDuring, done.Sub(start))
 					if err != nil {
 						t.errsDuring++
 						if t.firstErr == nil {
@@ -292,8 +321,13 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	faultAt, restoreAt := time.Unix(0, c.fault.Load()), time.Unix(0, c.restore.Load())
 	row.Set(MetricThroughputBefore, rate(all.done, c.t0, c.t0, faultAt))
 	row.Set(MetricThroughputDuring, rate(all.done, c.t0, faultAt, restoreAt))
+	slices.Sort(all.latBefore)
+	row.Set(MetricP99Before, quantileMs(all.latBefore, 0.99))
 	slices.Sort(all.latDuring)
 	row.Set(MetricP99During, quantileMs(all.latDuring, 0.99))
+	slices.Sort(all.latSteady)
+	row.Set(MetricP99DuringSteady, quantileMs(all.latSteady, 0.99))
+	all.setSteps(&row)
 	row.Set(MetricErrorsDuring, float64(all.errsDuring))
 	row.Set(MetricReadsDuring, float64(all.readsDuring))
 	row.Set(MetricLimiterFailOpen, float64(all.failOpen))

@@ -93,6 +93,8 @@ func (s *Set) hook(n *redis.Client) {
 		s.byAddr[addr] = g
 	}
 	g.node.Store(n)
+	o := n.Options()
+	g.deadlines.Store(o.ReadTimeout != -2 && o.WriteTimeout != -2)
 	s.mu.Unlock()
 	n.AddHook(g)
 }

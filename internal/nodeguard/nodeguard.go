@@ -80,6 +80,14 @@ type Guard struct {
 	node    atomic.Pointer[redis.Client]
 	stop    <-chan struct{}
 	probing atomic.Bool // a prober runs
+	// ep is the context of the calls let through since the last trip
+	// (nil until the first call); conns the node's open connections.
+	ep    atomic.Pointer[tripEpoch]
+	conns conns
+	// deadlines is false when a client of the node never sets its
+	// sockets' deadlines (read or write timeout -2): a trip's deadline
+	// would then stay on a connection. Its connections are not tracked.
+	deadlines atomic.Bool
 	// off, set by tests only, lets every call through unbounded: the
 	// components then each find out on their own that the node is down.
 	off bool
@@ -102,10 +110,17 @@ func (g *Guard) Opens() uint64 { return g.br.Opens() }
 
 // DialHook passes dials through: a dial happens inside a command (which
 // the guard already let through) or in a pub/sub reconnect loop of its
-// own, and the client's DialTimeout bounds it.
+// own, and the client's DialTimeout bounds it. It keeps track of the
+// connection, for a trip to end the reads blocked on it.
 func (g *Guard) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return next(ctx, network, addr)
+		c, err := next(ctx, network, addr)
+		if err != nil || g.off || !g.deadlines.Load() {
+			return c, err
+		}
+		tc := &trackedConn{Conn: c, cs: &g.conns}
+		g.conns.add(tc)
+		return tc, nil
 	}
 }
 
@@ -116,7 +131,7 @@ func (g *Guard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		err := g.call(ctx, !blocking(cmd), func(ctx context.Context) error { return next(ctx, cmd) })
-		if err != nil && cmd.Err() == nil {
+		if err != nil && (cmd.Err() == nil || errors.Is(err, ErrDown)) {
 			cmd.SetErr(err)
 		}
 		return err
@@ -169,8 +184,10 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 			defer cancel()
 		}
 	}
-	err := f(cctx)
+	err := g.untilTrip(cctx, f)
 	switch {
+	case errors.Is(err, ErrDown):
+		// A trip ended it: the breaker is open already.
 	case err == nil || !unavailable(err):
 		g.br.Success() // an answer, even an error reply, is a node at work
 	case ctx.Err() != nil:
@@ -178,7 +195,11 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 		// that ends so leaves the breaker half-open; another goes after
 		// another cooldown.
 	default:
+		opens := g.br.Opens()
 		g.br.Failure()
+		if g.br.Opens() != opens {
+			g.trip()
+		}
 		if g.br.Open() && g.probing.CompareAndSwap(false, true) {
 			go g.probe()
 		}

@@ -10,3 +10,8 @@ import "sync/atomic"
 // ListBumpsOff switches off the generation bumps of cached queries' lists
 // (package repo): every list then stays as it was first cached.
 var ListBumpsOff atomic.Bool
+
+// TripOff switches off the node guard's trip (internal/nodeguard): calls
+// in flight when a node's breaker opens then each wait out their own
+// deadline.
+var TripOff atomic.Bool
