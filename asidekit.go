@@ -55,7 +55,11 @@ type Config struct {
 	// Guard configures the node guard New installs on Redis (see
 	// GuardOptions). Default nil: a guard with GuardOptions' defaults.
 	// With a guard, the Cache's own breaker is off unless
-	// Cache.BreakerThreshold is set: the guard plays its part.
+	// Cache.BreakerThreshold is set, and so are the breakers of the
+	// limiters made with LimitOptions (unless BreakerThreshold is set)
+	// and of Generator's generators (unless BreakerFailures is set): the
+	// guard plays their part, and they call Redis again the moment it
+	// finds the node back.
 	Guard *GuardOptions
 }
 
@@ -167,6 +171,12 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 	if err := sameNamespace("limit.Options", &o.Namespace, k.cfg.Namespace); err != nil {
 		panic(err)
 	}
+	if k.guards != nil && o.BreakerThreshold == 0 {
+		// The node guard is the limiter's breaker: a breaker of its own
+		// would keep it off Redis for its cooldown after the guard found
+		// the node back.
+		o.BreakerThreshold = -1
+	}
 	return &o
 }
 
@@ -182,6 +192,10 @@ func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 	}
 	if err := sameNamespace("seqgen.Options", &o.Namespace, k.cfg.Namespace); err != nil {
 		return nil, err
+	}
+	if k.guards != nil && o.BreakerFailures == 0 {
+		// The node guard is the generator's breaker, as for LimitOptions.
+		o.BreakerFailures = -1
 	}
 	return seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
 }

@@ -7,11 +7,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit"
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/internal/faultproxy"
+	"github.com/asidekit/asidekit/schema"
+	"github.com/asidekit/asidekit/seqgen"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -128,4 +131,103 @@ func TestKit_guard_recoversAtOnce(t *testing.T) {
 			t.Errorf("the read after recovery did not hit Redis: %+v", e.Stats())
 		}
 	}
+}
+
+// Under a Kit's guard the limiter and the generator have no breaker of
+// their own (LimitOptions, Generator): they call Redis again as soon as
+// the guard finds the node back, although their own breakers' cooldowns
+// are an hour here. The switch: each given a breaker of its own
+// (BreakerThreshold, BreakerFailures set), which stays open.
+func TestKit_guard_limiterAndSeqgenResume(t *testing.T) {
+	pg := testcontainers.Postgres(t)
+	if err := schema.Migrate(pg.DB); err != nil {
+		t.Fatal(err)
+	}
+	for _, own := range []bool{false, true} {
+		kit, px, _ := guardedKitDB(t, &asidekit.GuardOptions{Threshold: 1, Cooldown: 20 * time.Millisecond}, pg.DB)
+		lo := &limit.Options{FailOpen: true, BreakerCooldown: time.Hour}
+		so := &seqgen.Options{BreakerCooldown: time.Hour}
+		if own {
+			lo.BreakerThreshold, so.BreakerFailures = 1, 1
+		}
+		lim, err := limit.NewGCRA(kit.Cache().Client(), limit.GCRA{Rate: limit.PerSecond(1000)}, kit.LimitOptions(lo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen, err := kit.Generator(so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = gen.Close() })
+		ctx := context.Background()
+		if _, err := gen.Next(ctx, "ORD"); err != nil {
+			t.Fatal(err)
+		}
+		px.Cut()
+		// A call with no deadline shorter than the guard's opens its
+		// breaker (the limiter's and the generator's own deadlines may
+		// end theirs first: a caller that gave up says nothing of the node).
+		if err := kit.Cache().Client().Ping(ctx).Err(); err == nil {
+			t.Fatalf("own %v: ping during the cut answered", own)
+		}
+		// More calls than the packages' default thresholds (5 and 3),
+		// enough to open their breakers had they their own.
+		for range limit.DefaultBreakerThreshold + 1 {
+			if _, err := lim.Allow(ctx, "client"); !errors.Is(err, limit.ErrFailedOpen) {
+				t.Fatalf("own %v: limiter during the cut: %v, want ErrFailedOpen", own, err)
+			}
+			if _, err := gen.Next(ctx, "ORD"); err != nil {
+				t.Fatalf("own %v: serial during the cut: %v", own, err)
+			}
+		}
+		if kit.RedisNodesDown() != 1 {
+			t.Fatalf("own %v: the guard's breaker did not open", own)
+		}
+		px.Heal()
+		deadline := time.Now().Add(10 * time.Second)
+		for kit.RedisNodesDown() != 0 { // the guard's prober finds the node back
+			if time.Now().After(deadline) {
+				t.Fatalf("own %v: the guard's breaker still open 10 s after the heal", own)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, limErr := lim.Allow(ctx, "client")
+		fallbacks := gen.Stats().Fallbacks
+		if _, err := gen.Next(ctx, "ORD"); err != nil {
+			t.Fatal(err)
+		}
+		fromDB := gen.Stats().Fallbacks > fallbacks
+		if own {
+			if limErr == nil || !fromDB {
+				t.Errorf("own breakers: limiter %v, serial from the DB %v: the switch shows nothing", limErr, fromDB)
+			}
+			continue
+		}
+		if limErr != nil {
+			t.Errorf("limiter after the guard closed: %v, want a Redis answer", limErr)
+		}
+		if fromDB {
+			t.Errorf("serial after the guard closed came from the DB, not Redis: %+v", gen.Stats())
+		}
+	}
+}
+
+// guardedKitDB is guardedKit with a database, for Generator.
+func guardedKitDB(t *testing.T, guard *asidekit.GuardOptions, db *gorm.DB) (*asidekit.Kit, *faultproxy.Proxy, string) {
+	t.Helper()
+	r := testcontainers.Redis(t)
+	px, err := faultproxy.New(r.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	c := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: asidekit.RecommendedTimeout,
+		ReadTimeout: asidekit.RecommendedTimeout, WriteTimeout: asidekit.RecommendedTimeout, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	kit, err := asidekit.New(asidekit.Config{Namespace: r.Namespace + "svc", Redis: c, Guard: guard, DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kit.Close() })
+	return kit, px, r.Namespace
 }

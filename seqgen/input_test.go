@@ -31,7 +31,6 @@ func TestNew_rejectsBadOptions(t *testing.T) {
 		"keyTTL":        {KeyTTL: time.Hour},
 		"leaseTTL":      {LeaseTTL: time.Microsecond},
 		"redisTimeout":  {RedisTimeout: -time.Second},
-		"breakerFails":  {BreakerFailures: -1},
 		"cooldown":      {BreakerCooldown: -time.Second},
 	} {
 		if _, err := seqgen.New(r.Client, db, o); !errors.Is(err, seqgen.ErrInvalid) {

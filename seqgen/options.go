@@ -86,7 +86,9 @@ type Options struct {
 
 	// BreakerFailures is how many Redis calls in a row must fail before the
 	// generator stops trying Redis for BreakerCooldown and issues from the
-	// DB straight away. Default 3.
+	// DB straight away. Default 3; negative: no breaker (every call tries
+	// Redis, as under a Kit, whose node guard fails a call to a node known
+	// down at once).
 	BreakerFailures int
 
 	// BreakerCooldown is how long Redis is skipped after BreakerFailures
@@ -191,9 +193,6 @@ func (o *Options) init() (Options, error) {
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = DefaultBreakerFailures
-	}
-	if c.BreakerFailures < 0 {
-		return c, fmt.Errorf("%w: BreakerFailures %d < 0", ErrInvalid, c.BreakerFailures)
 	}
 	if c.BreakerCooldown == 0 {
 		c.BreakerCooldown = DefaultBreakerCooldown

@@ -3,11 +3,13 @@ package limit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/breaker"
+	"github.com/asidekit/asidekit/internal/nodeguard"
 )
 
 // guard is the one door of a limiter's Redis calls: it bounds each call
@@ -56,6 +58,10 @@ func (g *guard) do(ctx context.Context, call func(context.Context) error) error 
 		g.br.Failure()
 	default:
 		g.br.Success() // the server answered, with an error of its own
+	}
+	if errors.Is(err, nodeguard.ErrDown) {
+		// A Kit's node guard refused the call: its breaker is open.
+		return fmt.Errorf("%w: %w", ErrBreakerOpen, err)
 	}
 	return err
 }

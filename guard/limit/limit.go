@@ -122,7 +122,9 @@ type Options struct {
 	// with an error wrapping ErrBreakerOpen. Then one call at a time
 	// probes Redis: a success closes the breaker, a failure opens it for
 	// another cooldown. Default DefaultBreakerThreshold; negative: no
-	// breaker.
+	// breaker. Kit.LimitOptions sets it to -1 when the Kit has a node
+	// guard, whose open breaker the limiter takes for its own (its calls
+	// then fail at once with an error wrapping ErrBreakerOpen).
 	BreakerThreshold int
 	// BreakerCooldown is how long the breaker stays open before a call
 	// probes Redis. Default DefaultBreakerCooldown; negative is invalid.
