@@ -1,6 +1,8 @@
 package asidekit
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asidekit/asidekit/internal/nodeguard"
@@ -64,4 +66,28 @@ func (k *Kit) RedisNodesDown() int {
 		return 0
 	}
 	return k.guards.Down()
+}
+
+// RedisNode is the state of one Redis node's guard, as Kit.RedisNodes
+// reports it.
+type RedisNode struct {
+	Addr  string // the node's address
+	Down  bool   // its breaker is open: calls to the node fail at once
+	Opens uint64 // times its breaker opened
+}
+
+// RedisNodes returns the state of the guard of every Redis node the Kit
+// has called, by address; nil without a guard. It makes no Redis call,
+// so a metrics scrape may call it while Redis is down.
+func (k *Kit) RedisNodes() []RedisNode {
+	if k.guards == nil {
+		return nil
+	}
+	gs := k.guards.Guards()
+	out := make([]RedisNode, 0, len(gs))
+	for addr, g := range gs {
+		out = append(out, RedisNode{Addr: addr, Down: g.Down(), Opens: g.Opens()})
+	}
+	slices.SortFunc(out, func(a, b RedisNode) int { return strings.Compare(a.Addr, b.Addr) })
+	return out
 }
