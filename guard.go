@@ -16,8 +16,9 @@ import (
 // each takes its fail-open path: the cache and Bloom filter read the
 // database, the limiter answers by its fail policy, seqgen issues from
 // the database) until the guard's own PING, sent once per Cooldown,
-// finds the node back: no request pays for a probe. Each
-// call is also bounded by CallTimeout. The hook stays on the client
+// finds the node back: no request pays for a probe. The calls in flight
+// on the node when its breaker opens end then too, with ErrRedisDown.
+// Each call is also bounded by CallTimeout. The hook stays on the client
 // after Close and guards the client's other calls too.
 type GuardOptions struct {
 	// Disabled installs no guard: each package then bounds and breaks
