@@ -237,8 +237,10 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	buckets := int((p.Before+p.Fault+p.After)/(100*time.Millisecond)) + 2
 	var wg sync.WaitGroup
 	// The fault.
+	var opensBefore uint64 // the node guards' breaker openings before it
 	wg.Go(func() {
 		_ = backoff.Sleep(ctx, time.Until(c.t0.Add(p.Before)))
+		opensBefore = guardOpens(procs)
 		if f == faultCut {
 			px.Cut()
 		} else {
@@ -328,6 +330,7 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	slices.Sort(all.latSteady)
 	row.Set(MetricP99DuringSteady, quantileMs(all.latSteady, 0.99))
 	all.setSteps(&row)
+	row.Set(MetricGuardOpensBefore, float64(opensBefore))
 	row.Set(MetricErrorsDuring, float64(all.errsDuring))
 	row.Set(MetricReadsDuring, float64(all.readsDuring))
 	row.Set(MetricLimiterFailOpen, float64(all.failOpen))

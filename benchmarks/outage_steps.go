@@ -14,6 +14,10 @@ const (
 	// outageSettle or more after the fault began: p99_during without the
 	// requests caught in flight when it began.
 	MetricP99DuringSteady = "p99_during_steady_ms"
+	// MetricGuardOpensBefore counts the times a process's node guard
+	// opened its breaker before the fault, Redis healthy: false trips of
+	// its CallTimeout on a busy machine.
+	MetricGuardOpensBefore = "guard_opens_before"
 )
 
 // outageSettle is how long after the fault's start a request must begin
@@ -71,4 +75,15 @@ func (t *outageTally) setSteps(row *Row) {
 		row.Set("p99_during_"+name+"_ms", quantileMs(t.stepDuring[i], 0.99))
 		row.Set("slow_during_"+name, float64(t.slowBy[i]))
 	}
+}
+
+// guardOpens is how many times the node guards of procs opened.
+func guardOpens(procs []*outageProc) uint64 {
+	var n uint64
+	for _, pr := range procs {
+		for _, node := range pr.kit.RedisNodes() {
+			n += node.Opens
+		}
+	}
+	return n
 }
