@@ -34,7 +34,7 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 	if src == nil {
 		panic("metrics: NewCDCCollector with a nil source")
 	}
-	c := &cdcCollector{snapshotCollector: newSnapshotCollector("cdc", "invalidator", name, src.Stats)}
+	c := &gaugedCollector[cdc.Stats]{snapshotCollector: newSnapshotCollector("cdc", "invalidator", name, src.Stats)}
 	desc := c.desc
 	c.counter(desc("transactions_total", "Transactions applied to the cache (a replayed one counts again)."),
 		func(s cdc.Stats) float64 { return float64(s.Transactions) })
@@ -60,33 +60,4 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 	c.gauge(desc("lag_seconds", "Seconds since the transaction being applied committed; 0 when caught up."),
 		func(s cdc.Stats) float64 { return s.Lag.Seconds() })
 	return c
-}
-
-// cdcCollector is a snapshotCollector with gauges too.
-type cdcCollector struct {
-	*snapshotCollector[cdc.Stats]
-	gauges []snapshotMetric[cdc.Stats]
-}
-
-func (c *cdcCollector) gauge(desc *prometheus.Desc, value func(cdc.Stats) float64) {
-	c.gauges = append(c.gauges, snapshotMetric[cdc.Stats]{desc: desc, value: value})
-}
-
-// Describe implements prometheus.Collector.
-func (c *cdcCollector) Describe(ch chan<- *prometheus.Desc) {
-	c.snapshotCollector.Describe(ch)
-	for _, g := range c.gauges {
-		ch <- g.desc
-	}
-}
-
-// Collect implements prometheus.Collector: one Stats call per scrape.
-func (c *cdcCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.stats()
-	for _, m := range c.metrics {
-		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, m.value(s), m.labels...)
-	}
-	for _, g := range c.gauges {
-		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(s))
-	}
 }

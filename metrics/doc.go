@@ -23,6 +23,8 @@
 //     reserved, refills, waits on the DB) at scrape time.
 //   - NewQueryCollector reads a repo.Query's Stats (list invalidations,
 //     fallbacks to all lists) at scrape time.
+//   - NewReadCollector reads a repo.Repository's ReadStats (loads per
+//     target, replica or primary, redirects for lag) at scrape time.
 //
 // # Metrics
 //
@@ -59,6 +61,10 @@
 //	asidekit_seqgen_waits_total{generator}
 //	asidekit_query_invalidations_total{query}      counter
 //	asidekit_query_fallbacks_total{query}          counter
+//	asidekit_reads_loads_total{repository,target}  counter, target = replica | primary
+//	asidekit_reads_redirects_total{repository,reason}  counter, reason = lag | unavailable
+//	asidekit_reads_replica_errors_total{repository}
+//	asidekit_reads_lag_bytes{repository}           gauge
 //
 // The cache events counter has one series per entity and event, all
 // created (at zero) the first time an entity reports anything, so that

@@ -24,7 +24,7 @@ func allEvents() []cacheaside.Event {
 
 // sample is one gathered series.
 type sample struct {
-	value   float64   // a counter's value
+	value   float64   // a counter's or gauge's value
 	count   uint64    // a histogram's sample count
 	sum     float64   // a histogram's sample sum
 	buckets []float64 // a histogram's upper bounds
@@ -55,7 +55,7 @@ func gather(t testing.TB, g prometheus.Gatherer, name string, labels ...string) 
 			}
 			found++
 			h := m.GetHistogram()
-			s = sample{value: m.GetCounter().GetValue(), count: h.GetSampleCount(), sum: h.GetSampleSum()}
+			s = sample{value: m.GetCounter().GetValue() + m.GetGauge().GetValue(), count: h.GetSampleCount(), sum: h.GetSampleSum()}
 			for _, b := range h.GetBucket() {
 				s.buckets = append(s.buckets, b.GetUpperBound())
 			}

@@ -58,3 +58,32 @@ func (c *snapshotCollector[S]) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, m.value(s), m.labels...)
 	}
 }
+
+// gaugedCollector is a snapshotCollector with gauges too.
+type gaugedCollector[S any] struct {
+	*snapshotCollector[S]
+	gauges []snapshotMetric[S]
+}
+
+func (c *gaugedCollector[S]) gauge(desc *prometheus.Desc, value func(S) float64) {
+	c.gauges = append(c.gauges, snapshotMetric[S]{desc: desc, value: value})
+}
+
+// Describe implements prometheus.Collector.
+func (c *gaugedCollector[S]) Describe(ch chan<- *prometheus.Desc) {
+	c.snapshotCollector.Describe(ch)
+	for _, g := range c.gauges {
+		ch <- g.desc
+	}
+}
+
+// Collect implements prometheus.Collector: one Stats call per scrape.
+func (c *gaugedCollector[S]) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, m.value(s), m.labels...)
+	}
+	for _, g := range c.gauges {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(s))
+	}
+}

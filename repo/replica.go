@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // Read replicas. A miss of Get or GetMany may load from a streaming
@@ -153,7 +154,7 @@ func required(ctx context.Context) uint64 {
 // reading p's position first when the last reading is too old for it;
 // when not, it counts the redirect.
 func (rd *reads) admit(ctx context.Context, p *replica, need uint64) bool {
-	if rd.ignoreLSN {
+	if rd.ignoreLSN || testswitch.ReplicaLSNOff.Load() {
 		need = 0
 	}
 	now := time.Now().UnixNano()

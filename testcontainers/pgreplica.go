@@ -34,6 +34,7 @@ type StreamingReplica struct {
 	primary, replica *binServer
 	primaryAdmin     string
 	replicaAdmin     string
+	closers          []func() // run by Close, last first
 }
 
 // primaryArgs are the primary's settings: synchronous commits (with
@@ -52,35 +53,59 @@ var primaryArgs = []string{
 // binary is missing or a server does not start.
 func NewStreamingReplica(t testing.TB, applyDelay time.Duration) *StreamingReplica {
 	t.Helper()
+	sr, err := StartStreamingReplica(applyDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sr.Close)
+	return sr
+}
+
+// StartStreamingReplica is NewStreamingReplica outside a test (asidebench
+// uses it): the caller stops both servers with Close.
+func StartStreamingReplica(applyDelay time.Duration) (*StreamingReplica, error) {
 	sr, err := startStreamingReplica(applyDelay)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(sr.stop)
+	sr.closers = append(sr.closers, sr.stop)
 	db, drop, err := createDatabase(sr.primaryAdmin, "ak_test_")
 	if err != nil {
-		t.Fatal(err)
+		sr.Close()
+		return nil, err
 	}
-	t.Cleanup(func() { _ = drop() })
+	sr.closers = append(sr.closers, func() { _ = drop() })
 	db.Source = SourceBinary
 	sr.Primary = db
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second+applyDelay)
 	defer cancel()
 	if err := sr.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
+		sr.Close()
+		return nil, err
 	}
 	if sr.ReplicaDSN, err = withDatabase(sr.replicaAdmin, db.Name); err != nil {
-		t.Fatal(err)
+		sr.Close()
+		return nil, err
 	}
 	if sr.Replica, err = gorm.Open(postgres.Open(sr.ReplicaDSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)}); err != nil {
-		t.Fatal(err)
+		sr.Close()
+		return nil, err
 	}
-	t.Cleanup(func() {
+	sr.closers = append(sr.closers, func() {
 		if sqlDB, err := sr.Replica.DB(); err == nil {
 			_ = sqlDB.Close()
 		}
 	})
-	return sr
+	return sr, nil
+}
+
+// Close closes the handles, drops the database and stops both servers
+// (NewStreamingReplica's cleanup). It may be called more than once.
+func (sr *StreamingReplica) Close() {
+	for i := len(sr.closers) - 1; i >= 0; i-- {
+		sr.closers[i]()
+	}
+	sr.closers = nil
 }
 
 func startStreamingReplica(applyDelay time.Duration) (*StreamingReplica, error) {

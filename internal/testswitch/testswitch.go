@@ -2,7 +2,8 @@
 // off, for the tests that show a check fails without the rule: tests of
 // the package itself and of the other modules (chaos, benchmarks), which
 // cannot reach a package's _test.go hooks. Library code only reads them;
-// nothing but a test sets one.
+// nothing but a test, or a benchmark variant that shows the rule off,
+// sets one.
 package testswitch
 
 import "sync/atomic"
@@ -15,3 +16,9 @@ var ListBumpsOff atomic.Bool
 // in flight when a node's breaker opens then each wait out their own
 // deadline.
 var TripOff atomic.Bool
+
+// ReplicaLSNOff switches off the replay-position check of loads from read
+// replicas (package repo): every miss that could go to a replica loads
+// from it, however far behind it is. asidebench's replica_naive variant
+// sets it for its run, to measure what the check prevents.
+var ReplicaLSNOff atomic.Bool

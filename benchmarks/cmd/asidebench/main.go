@@ -10,8 +10,9 @@
 // SCENARIO is hit, penetration, avalanche, breakdown, seqgen, outofband
 // (PostgreSQL with wal_level=logical only), local_invalidation, outage
 // (a standalone Redis and PostgreSQL with wal_level=logical only), query
-// (its asidekit_cdc variant on PostgreSQL with wal_level=logical only) or
-// all.
+// (its asidekit_cdc variant on PostgreSQL with wal_level=logical only),
+// replica (a primary and a streaming replica it starts from the
+// PostgreSQL binaries on PATH; skipped on the embedded backend) or all.
 //
 // With no server named (by -redis, -redis-cluster, -postgres or the
 // ASIDEKIT_REDIS_ADDR, ASIDEKIT_REDIS_CLUSTER_ADDRS and
@@ -61,7 +62,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage", "query"}
+var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage", "query", "replica"}
 
 type options struct {
 	redis, cluster, postgres string

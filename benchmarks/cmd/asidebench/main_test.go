@@ -105,7 +105,7 @@ func TestParseScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,outage,query" {
+	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,outage,query,replica" {
 		t.Errorf("all expanded to %v", got)
 	}
 	got, err = parseScenarios([]string{"breakdown", "hit", "breakdown"})

@@ -67,6 +67,22 @@ func (o *options) queryParams() benchmarks.QueryParams {
 	return p
 }
 
+// replicaParams returns the replica scenario's sizes for o: quick or
+// default, with -instances and -goroutines applied.
+func (o *options) replicaParams() benchmarks.ReplicaParams {
+	p := benchmarks.DefaultReplicaParams()
+	if o.quick {
+		p = benchmarks.QuickReplicaParams()
+	}
+	if o.instances > 0 {
+		p.Instances = o.instances
+	}
+	if o.goroutines > 0 {
+		p.Goroutines = o.goroutines
+	}
+	return p
+}
+
 // runScenarios runs each scenario, prints its table, then writes the JSON
 // file and the report. busy is the burner's spinning threads (0: quiet),
 // stamped on every result. It returns the exit status.
@@ -138,6 +154,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, o options, p benchmarks.Pa
 		return benchmarks.RunOutage(ctx, env, o.outageParams())
 	case "query":
 		return benchmarks.RunQuery(ctx, env, o.queryParams())
+	case "replica":
+		return benchmarks.RunReplica(ctx, env, o.replicaParams())
 	}
 	return benchmarks.Result{}, fmt.Errorf("unknown scenario %q", s)
 }

@@ -1,0 +1,66 @@
+package benchmarks_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/benchmarks"
+)
+
+func TestReplica_embeddedSkips(t *testing.T) {
+	res, err := benchmarks.RunReplica(context.Background(), embeddedEnv(t), benchmarks.QuickReplicaParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 0 || len(res.Notes) != 1 || !strings.HasPrefix(res.Notes[0], "skipped") {
+		t.Fatalf("result = %+v, want no rows and a one-line skip note", res)
+	}
+}
+
+// At a small size, on a real primary and a replica 200 ms behind: with the
+// LSN check off, loads from the replica store old rows that are still
+// served more than a second after the write; with it, none, and most
+// loads still go to the replica. Speeds are logged, never asserted.
+func TestReplica_real(t *testing.T) {
+	env := realEnv(t)
+	p := benchmarks.ReplicaParams{Load: benchmarks.Load{Instances: 2, Goroutines: 3}, Rows: 2000, Hot: 10,
+		WriteRate: 40, Duration: 2500 * time.Millisecond, ApplyDelay: 200 * time.Millisecond}
+	res, err := benchmarks.RunReplica(context.Background(), env, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logRows(t, res)
+	if len(res.Rows) == 0 {
+		t.Fatalf("no rows: %v", res.Notes)
+	}
+	for _, v := range []string{"primary_only", "replica_naive", "replica_lsn"} {
+		if n := metric(t, res, v, benchmarks.MetricWrites); n == 0 {
+			t.Errorf("%s: no write", v)
+		}
+		if n := metric(t, res, v, benchmarks.MetricErrors); n != 0 {
+			t.Errorf("%s: errors = %v", v, n)
+		}
+	}
+	if n := metric(t, res, "replica_naive", benchmarks.MetricStaleFills); n == 0 {
+		t.Error("replica_naive: stale_fills = 0: the scenario shows nothing")
+	}
+	if n := metric(t, res, "replica_naive", benchmarks.MetricStaleReadsAfter1s); n == 0 {
+		t.Error("replica_naive: stale_reads_after_1s = 0: the scenario shows nothing")
+	}
+	for _, v := range []string{"primary_only", "replica_lsn"} {
+		if n := metric(t, res, v, benchmarks.MetricStaleFills); n != 0 {
+			t.Errorf("%s: stale_fills = %v", v, n)
+		}
+		if n := metric(t, res, v, benchmarks.MetricStaleReadsAfter1s); n != 0 {
+			t.Errorf("%s: stale_reads_after_1s = %v", v, n)
+		}
+	}
+	if s := metric(t, res, "replica_lsn", benchmarks.MetricPrimaryLoadShare); s >= 0.5 {
+		t.Errorf("replica_lsn: primary_load_share = %v, want < 0.5 (most loads on the replica)", s)
+	}
+	if s := metric(t, res, "primary_only", benchmarks.MetricPrimaryLoadShare); s != 1 {
+		t.Errorf("primary_only: primary_load_share = %v, want 1", s)
+	}
+}
