@@ -46,7 +46,13 @@ func newReplicaEnvWith(t *testing.T, delay time.Duration, resolver bool) *replic
 // of its own.
 func newReplicaEnvOn(t *testing.T, sr *testcontainers.StreamingReplica, resolver bool) *replicaEnv {
 	t.Helper()
-	rn := testcontainers.Redis(t)
+	return newReplicaEnvRedis(t, sr, resolver, testcontainers.Redis(t))
+}
+
+// newReplicaEnvRedis is newReplicaEnvOn on the Redis namespace rn
+// (standalone or Cluster).
+func newReplicaEnvRedis(t *testing.T, sr *testcontainers.StreamingReplica, resolver bool, rn *testcontainers.RedisNamespace) *replicaEnv {
+	t.Helper()
 	w := newEnvOn(t, sr.Primary.DB, rn.Client, rn.Namespace)
 	routed, err := gorm.Open(postgres.Open(sr.Primary.DSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
@@ -140,6 +146,37 @@ func TestReplica_pausedReplay(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReplica_pausedReplay on a Redis Cluster: the versions that carry
+// the writes' positions live on the cluster's masters; with the check the
+// reader serves the new row, without it the stale one.
+func TestReplica_pausedReplay_cluster(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sr := testcontainers.NewStreamingReplica(t, 0)
+	if err := sample.Migrate(sr.Primary.DB); err != nil {
+		t.Fatal(err)
+	}
+	for i, rule := range []bool{true, false} {
+		t.Run(map[bool]string{true: "rule", false: "noRule"}[rule], func(t *testing.T) {
+			e := newReplicaEnvRedis(t, sr, true, testcontainers.RedisCluster(t))
+			if !rule {
+				repo.IgnoreReplicaLSN(e.reader)
+			}
+			got := pausedRead(ctx, t, e, int64(i+1))
+			switch {
+			case rule && got != "Bea":
+				t.Fatalf("reader serves %q after the replica caught up, want Bea; %+v", got, e.reader.ReadStats())
+			case !rule && got != "Ada":
+				t.Fatalf("check off: reader serves %q, want the stale Ada (else this test shows nothing)", got)
+			}
+			if s := e.reader.ReadStats(); rule && (s.RedirectedLag == 0 || s.ReplicaLoads == 0) {
+				t.Fatalf("stats %+v: want a redirected load and a replica load", s)
+			}
+		})
 	}
 }
 
