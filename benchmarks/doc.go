@@ -55,7 +55,12 @@
 // processes while 5% of the operations change rows, uncached, through
 // TTL'd id lists, through repo.NewQuery and through repo.NewQuery with
 // plain-SQL writes seen by repo/cdc, and judges each whole list read
-// against the history of writes (stale_list_reads).
+// against the history of writes (stale_list_reads); replica (RunReplica)
+// reads through repo from N processes whose loads dbresolver sends to a
+// streaming replica 200 ms behind (started from PATH) while writers bump
+// rows' versions, with the LSN check off and on, and counts stale fills,
+// reads stale more than a second after a write and the primary's share of
+// the loads.
 // Two workloads serve other libraries' local tiers too: RunHotKey reads a
 // few warm keys from concurrent callers (ops/s, p50/p99), and
 // RunOutsideWrite deletes their Redis keys with a plain DEL from another
