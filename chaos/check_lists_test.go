@@ -40,6 +40,16 @@ func TestCheckLists(t *testing.T) {
 			lr(7, 50*ms, 60*ms, 1, 2), lr(9, 50*ms, 60*ms, 2)), ""},
 		{"but not a later write's own groups", h(seed1, seed2, lw(2, 2, 8, 10*ms, 20*ms, Committed), lw(2, 3, 9, 30*ms, 40*ms, Yes),
 			lr(9, 50*ms, 60*ms)), "without row 2"},
+		{"a lost create outlives a later write that keeps the row in its group", h(seed1, seed2, lw(3, 1, 7, 10*ms, 20*ms, Maybe), lw(3, 2, 7, 30*ms, 40*ms, Yes),
+			lr(7, 50*ms, 60*ms, 1, 2), lr(7, 50*ms, 60*ms, 1, 2, 3)), ""},
+		{"a lost move out outlives a later write that keeps the row out", h(seed1, seed2, lw(2, 2, 8, 10*ms, 20*ms, Committed), lw(2, 3, 8, 30*ms, 40*ms, Yes),
+			lr(7, 50*ms, 60*ms, 1, 2), lr(8, 50*ms, 60*ms)), ""},
+		{"until another row's move bumps the group", h(seed1, seed2, lw(3, 1, 7, 10*ms, 20*ms, Maybe), lw(3, 2, 7, 30*ms, 40*ms, Yes),
+			lw(1, 2, 8, 42*ms, 44*ms, Yes), lr(7, 50*ms, 60*ms, 2)), "without row 3"},
+		{"a bump that began before the lost write ended heals nothing", h(seed1, seed2, lw(3, 1, 7, 10*ms, 20*ms, Maybe), lw(3, 2, 7, 30*ms, 40*ms, Yes),
+			lw(1, 2, 8, 15*ms, 44*ms, Yes), lr(7, 50*ms, 60*ms, 2)), ""},
+		{"a move after an unknown one heals only what it surely bumped", h(seed1, seed2, lw(2, 2, 8, 10*ms, 20*ms, Maybe), lw(2, 3, 9, 30*ms, 40*ms, Yes),
+			lr(7, 50*ms, 60*ms, 1, 2), lr(9, 50*ms, 60*ms)), "without row 2"},
 		{"a failed read is not judged", h(seed1, seed2, Op{Kind: OpList, Value: 7, Start: 10 * ms, End: 20 * ms, Err: "timeout"}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
