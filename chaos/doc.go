@@ -16,7 +16,7 @@
 // connections. Meanwhile M goroutines per process call Get, GetMany, Create,
 // Update, Put and Delete through repo on rows with a monotonic version
 // column, hold a lock and write under its fence, take serial numbers and
-// ask a rate limiter; with Config.Lists, two more list the rows of a group
+// ask a rate limiter; unless Config.NoLists, two more list the rows of a group
 // through a cached query (repo.NewQuery) and move, create and delete rows
 // (lists.go). Every operation is recorded with its start and end on
 // one monotonic clock, and with its result.

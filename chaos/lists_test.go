@@ -19,7 +19,7 @@ func TestRun_listsWithoutBumps(t *testing.T) {
 	defer testswitch.ListBumpsOff.Store(false)
 	rep, err := Run(context.Background(), Config{
 		PostgresDSN: pg.DSN, Seed: 12, Duration: 8 * time.Second,
-		Procs: 2, Goroutines: 1, Keys: 2, Rounds: 1, Lists: true, OutDir: t.TempDir(),
+		Procs: 2, Goroutines: 1, Keys: 2, Rounds: 1, OutDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -182,9 +182,19 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, n)
 	}
 	if r.FailureFile != "" {
-		fmt.Fprintf(w, "failing history: %s\nreplay: asidechaos -seed %d -duration %v -procs %d -goroutines %d -keys %d\n",
-			r.FailureFile, r.Seed, r.Config.Duration, r.Config.Procs, r.Config.Goroutines, r.Config.Keys)
+		fmt.Fprintf(w, "failing history: %s\nreplay: %s\n", r.FailureFile, replayCommand(r.Seed, r.Config))
 	}
+}
+
+// replayCommand is the asidechaos command line that replays a run of cfg
+// with seed.
+func replayCommand(seed uint64, cfg Config) string {
+	cmd := fmt.Sprintf("asidechaos -seed %d -duration %v -procs %d -goroutines %d -keys %d -rounds %d",
+		seed, cfg.Duration, cfg.Procs, cfg.Goroutines, cfg.Keys, cfg.Rounds)
+	if cfg.NoLists {
+		cmd += " -lists=false"
+	}
+	return cmd
 }
 
 // failure is the file written for a failing run: the seed to replay it,
@@ -208,8 +218,7 @@ const window = 2 * time.Second
 
 func (rn *run) writeFailure(rep *Report) (string, error) {
 	ops := rn.hist.all()
-	f := failure{Seed: rep.Seed, Replay: fmt.Sprintf("asidechaos -seed %d -duration %v -procs %d -goroutines %d -keys %d",
-		rep.Seed, rn.cfg.Duration, rn.cfg.Procs, rn.cfg.Goroutines, rn.cfg.Keys)}
+	f := failure{Seed: rep.Seed, Replay: replayCommand(rep.Seed, rn.cfg)}
 	for i, v := range rep.Violations {
 		if i == 20 {
 			break

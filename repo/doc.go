@@ -135,7 +135,12 @@
 // count, a page size outside [1, MaxPageSize] and a cursor that was
 // altered or belongs to other filter values are errors matching
 // ErrInvalid, and nothing is cached. When Redis is unreachable a list is
-// read from the database, uncached.
+// read from the database, uncached. A write whose error came after its
+// COMMIT may have landed bumps nothing, and one that returns (or would
+// return, see Options.AfterCommitErrors) ErrAfterCommit leaves its bumps
+// to the background retry: until repo/cdc or that retry bumps them, the
+// lists its row left and joined may stay as they were, even past a later
+// write of the row that succeeds but does not move it (it bumps nothing).
 //
 // # Ownership
 //

@@ -33,13 +33,14 @@ func main() {
 	flag.IntVar(&cfg.Keys, "keys", 6, "rows per cache strategy")
 	flag.IntVar(&cfg.Rounds, "rounds", 5, "expiries per strategy in the loads check")
 	flag.StringVar(&cfg.OutDir, "out", "out/chaos", "directory of the failing history")
-	flag.BoolVar(&cfg.Lists, "lists", false, "add list reads of a cached query and their check (off: stale list reads under faults are not explained yet)")
+	lists := flag.Bool("lists", true, "list reads of a cached query and their check (-lists=false leaves them out)")
 	quiet := flag.Bool("q", false, "no progress lines")
 	flag.Parse()
 	if *ci {
 		cfg.Duration, cfg.Procs, cfg.Goroutines, cfg.Rounds = 40*time.Second, 3, 4, 3
 	}
 	cfg.Seed = *seed
+	cfg.NoLists = !*lists
 	if !isSet("seed") {
 		cfg.Seed = rand.Uint64() % 1_000_000
 	}
