@@ -82,6 +82,9 @@ type loadRound struct {
 	Loads  int           `json:"loads"`
 	Max    int           `json:"max"`
 	At     time.Duration `json:"at"`
+	// Why counts the events during the round after which a reader loads
+	// on its own (bypass, lock_timeout, lease_lost), across processes.
+	Why counts `json:"why,omitempty"`
 }
 
 // checkLoads finds expiries that cost more loads than the strategy allows.
@@ -89,7 +92,7 @@ func checkLoads(rounds []loadRound) (vs []Violation) {
 	for _, r := range rounds {
 		if r.Loads > r.Max {
 			vs = append(vs, Violation{Check: "loads", At: r.At,
-				Msg: fmt.Sprintf("%s: %d loads after one expiry, at most %d allowed", r.Entity, r.Loads, r.Max)})
+				Msg: fmt.Sprintf("%s: %d loads after one expiry, at most %d allowed (events meanwhile: %v)", r.Entity, r.Loads, r.Max, r.Why)})
 		}
 	}
 	return vs

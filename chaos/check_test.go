@@ -185,3 +185,17 @@ func TestTouched(t *testing.T) {
 		t.Fatalf("reads touched by %d faults, want 1 (the server fault)", n)
 	}
 }
+
+func TestCheckLoads(t *testing.T) {
+	rounds := []loadRound{
+		{Entity: "hot_mutex", Loads: 1, Max: 1},
+		{Entity: "hot_asyncrefresh", Loads: 2, Max: 1, Why: counts{"lease_lost": 2, "bypass": 1}.minus(counts{"bypass": 1, "lease_lost": 1})},
+	}
+	vs := checkLoads(rounds)
+	if len(vs) != 1 {
+		t.Fatalf("%d violations, want 1: %+v", len(vs), vs)
+	}
+	if want := "hot_asyncrefresh: 2 loads after one expiry, at most 1 allowed (events meanwhile: lease_lost:1)"; vs[0].Msg != want {
+		t.Errorf("message %q, want %q", vs[0].Msg, want)
+	}
+}

@@ -142,7 +142,7 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 				rn.logf("loads: the write before a burst failed: %v", err)
 				continue
 			}
-			before := rn.loadsOf(name)
+			before, whyBefore := rn.loadsOf(name), rn.reasonsOf(name)
 			at := rn.clk.now()
 			start := make(chan struct{})
 			var wg sync.WaitGroup
@@ -158,7 +158,8 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 			}
 			close(start)
 			wg.Wait()
-			rounds = append(rounds, loadRound{Entity: name, Loads: rn.loadsOf(name) - before, Max: max, At: at})
+			rounds = append(rounds, loadRound{Entity: name, Loads: rn.loadsOf(name) - before, Max: max, At: at,
+				Why: rn.reasonsOf(name).minus(whyBefore)})
 		}
 	}
 	return rounds
@@ -188,6 +189,18 @@ func (rn *run) burstWrite(ctx context.Context, p *process, si int) error {
 	}
 	return fmt.Errorf("no clean write after 30 tries (written %v, %d invalidations pending)",
 		written, p.cache.PendingInvalidations())
+}
+
+// reasonsOf sums, over the processes, the events of entity that explain
+// loads (loadCounter.reasons).
+func (rn *run) reasonsOf(entity string) counts {
+	sum := counts{}
+	for _, p := range rn.procs {
+		for k, v := range p.loads.reasons(entity) {
+			sum[k] += v
+		}
+	}
+	return sum
 }
 
 func (rn *run) loadsOf(entity string) int {

@@ -81,6 +81,17 @@ func applied(err error) Applied {
 // counts is a histogram of names.
 type counts map[string]int
 
+// minus returns c less o, name by name, without the names left at 0.
+func (c counts) minus(o counts) counts {
+	out := counts{}
+	for k, v := range c {
+		if d := v - o[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
 func (c counts) String() string {
 	if len(c) == 0 {
 		return "-"

@@ -175,26 +175,50 @@ func (p *process) close() {
 	}
 }
 
-// loadCounter is a cacheaside.Observer counting loader calls per entity.
+// loadCounter is a cacheaside.Observer counting loader calls per entity,
+// and the events that explain a load beyond a strategy's one (why).
 type loadCounter struct {
-	mu sync.Mutex // guards n
-	n  map[string]int
+	mu  sync.Mutex // guards n and why
+	n   map[string]int
+	why map[string]counts
 }
 
-func newLoadCounter() *loadCounter { return &loadCounter{n: map[string]int{}} }
+func newLoadCounter() *loadCounter {
+	return &loadCounter{n: map[string]int{}, why: map[string]counts{}}
+}
 
-// OnEvent counts EventLoad and EventLoadError.
+// OnEvent counts EventLoad and EventLoadError as loads, and the events
+// after which a reader loads on its own: a skipped Redis (EventBypass), a
+// wait for another's rebuild that timed out, a lease that lapsed.
 func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duration) {
-	if ev != cacheaside.EventLoad && ev != cacheaside.EventLoadError {
-		return
+	switch ev {
+	case cacheaside.EventLoad, cacheaside.EventLoadError:
+		c.mu.Lock()
+		c.n[entity]++
+		c.mu.Unlock()
+	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost:
+		c.mu.Lock()
+		if c.why[entity] == nil {
+			c.why[entity] = counts{}
+		}
+		c.why[entity][ev.String()]++
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	c.n[entity]++
-	c.mu.Unlock()
 }
 
 func (c *loadCounter) get(entity string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[entity]
+}
+
+// reasons returns a copy of the events of entity that explain loads.
+func (c *loadCounter) reasons(entity string) counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := counts{}
+	for k, v := range c.why[entity] {
+		out[k] = v
+	}
+	return out
 }
