@@ -107,8 +107,9 @@
 // unknown (repo/cdc on a table without REPLICA IDENTITY FULL: the log
 // carries no old row for an UPDATE or a DELETE) the generation of all
 // the query's lists is bumped instead, counted as a fallback in
-// QueryStats; a TRUNCATE does the same. One bump is one SET per
-// generation: O(1) per write, however many pages are cached.
+// QueryStats; a TRUNCATE does the same. One bump is one short script per
+// generation (a SET of a new token and a count): O(1) per write, however
+// many pages are cached.
 //
 // Why a list read never misses a write that completed before it began:
 // the writer bumps a generation only after its COMMIT, and returns only
@@ -119,7 +120,10 @@
 // key, which no reader looks up again: the race between a fill and an
 // invalidation cannot bring a stale list back. Tokens rather than
 // counters make a generation key lost to eviction or expiry
-// (GenerationTTL) cost only a reload, never an old page. Writes seen
+// (GenerationTTL) cost only a reload, never an old page; the count a bump
+// appends to its token makes a bump that Redis runs twice (a command sent
+// again after its reply was lost) set a new generation the second time,
+// never the one another writer's bump replaced meanwhile. Writes seen
 // through repo/cdc follow within the CDC lag.
 //
 // The limits: a write's old filter values are read before the write

@@ -27,8 +27,10 @@ const GenerationTTL = 24 * time.Hour
 // generations are a query's generation keys in Redis: one per filter value
 // and one for all lists. A generation is a random token, not a counter, so
 // that a key lost to eviction or expiry can never bring back an old
-// generation's pages. It is a rowchange.Invalidator: bumps are after-commit
-// work like any invalidation.
+// generation's pages; a bump appends the count of bumps since the key
+// began (bumpScript), so that one applied twice cannot either. It is a
+// rowchange.Invalidator: bumps are after-commit work like any
+// invalidation.
 type generations struct {
 	name   string
 	client redis.UniversalClient
@@ -52,7 +54,7 @@ func (g *generations) Invalidate(ctx context.Context, ids ...string) error {
 			if err != nil {
 				continue // a filter value too long for a key is never cached
 			}
-			p.Set(ctx, key, newToken(), GenerationTTL)
+			bump(ctx, p, key, newToken())
 		}
 		return nil
 	})
@@ -103,3 +105,26 @@ func (g *generations) read(ctx context.Context, where string) (all, val string, 
 }
 
 func newToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// bumpScript sets a generation key to a new generation: the token
+// ARGV[1], "#", and one more than the count after the "#" of the key's
+// current value (0 when absent or without one). The same bump applied
+// twice (go-redis sends a command again when its first reply was lost,
+// though the first one ran) thus yields two generations, never the first
+// one again after another writer's bump replaced it, which would make the
+// pages filled under it before that writer's commit current again.
+const bumpScript = `
+local cur = redis.call('GET', KEYS[1])
+local n = 0
+if cur then n = tonumber(string.match(cur, '#(%d+)$')) or 0 end
+redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (n + 1), 'PX', ARGV[2])
+return 1`
+
+// bump queues on p the bump of the generation key key with token.
+func bump(ctx context.Context, p redis.Pipeliner, key, token string) {
+	if testswitch.GenCounterOff.Load() {
+		p.Set(ctx, key, token, GenerationTTL)
+		return
+	}
+	p.Eval(ctx, bumpScript, []string{key}, token, GenerationTTL.Milliseconds())
+}

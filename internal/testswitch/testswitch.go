@@ -22,3 +22,9 @@ var TripOff atomic.Bool
 // from it, however far behind it is. asidebench's replica_naive variant
 // sets it for its run, to measure what the check prevents.
 var ReplicaLSNOff atomic.Bool
+
+// GenCounterOff makes a cached query's generation bump a plain SET of its
+// random token (package repo), without the counter that keeps a bump
+// applied twice (a retried command whose first reply was lost) from
+// bringing back a generation that another bump replaced meanwhile.
+var GenCounterOff atomic.Bool
