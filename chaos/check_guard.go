@@ -83,7 +83,8 @@ type loadRound struct {
 	Max    int           `json:"max"`
 	At     time.Duration `json:"at"`
 	// Why counts the events during the round after which a reader loads
-	// on its own (bypass, lock_timeout, lease_lost), across processes.
+	// on its own (bypass, lock_timeout, lease_lost) and the refreshes ahead
+	// of the expiry (refresh), across processes.
 	Why counts `json:"why,omitempty"`
 }
 

@@ -189,14 +189,15 @@ func newLoadCounter() *loadCounter {
 
 // OnEvent counts EventLoad and EventLoadError as loads, and the events
 // after which a reader loads on its own: a skipped Redis (EventBypass), a
-// wait for another's rebuild that timed out, a lease that lapsed.
+// wait for another's rebuild that timed out, a lease that lapsed, and
+// refreshes ahead of the expiry (AsyncRefresh, EarlyRefresh).
 func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duration) {
 	switch ev {
 	case cacheaside.EventLoad, cacheaside.EventLoadError:
 		c.mu.Lock()
 		c.n[entity]++
 		c.mu.Unlock()
-	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost:
+	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost, cacheaside.EventRefresh:
 		c.mu.Lock()
 		if c.why[entity] == nil {
 			c.why[entity] = counts{}
