@@ -84,7 +84,8 @@ type loadRound struct {
 	At     time.Duration `json:"at"`
 	// Why counts the events during the round after which a reader loads
 	// on its own (bypass, lock_timeout, lease_lost) and the refreshes ahead
-	// of the expiry (refresh), across processes.
+	// of the expiry (refresh), refused stores and invalidation retries,
+	// across processes.
 	Why counts `json:"why,omitempty"`
 }
 

@@ -190,14 +190,16 @@ func newLoadCounter() *loadCounter {
 // OnEvent counts EventLoad and EventLoadError as loads, and the events
 // after which a reader loads on its own: a skipped Redis (EventBypass), a
 // wait for another's rebuild that timed out, a lease that lapsed, and
-// refreshes ahead of the expiry (AsyncRefresh, EarlyRefresh).
+// refreshes ahead of the expiry (AsyncRefresh, EarlyRefresh), stores
+// refused after an invalidation and background invalidation retries.
 func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duration) {
 	switch ev {
 	case cacheaside.EventLoad, cacheaside.EventLoadError:
 		c.mu.Lock()
 		c.n[entity]++
 		c.mu.Unlock()
-	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost, cacheaside.EventRefresh:
+	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost, cacheaside.EventRefresh,
+		cacheaside.EventRejectedSet, cacheaside.EventInvalidationRetry:
 		c.mu.Lock()
 		if c.why[entity] == nil {
 			c.why[entity] = counts{}
