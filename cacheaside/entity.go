@@ -129,7 +129,7 @@ type stale[T any] struct {
 // within MaxConcurrentLoads, and stores nothing; concurrent Gets of id in
 // this process share such loads by group commit (a Get never takes the
 // result of a load that began before it). Every wait honours ctx.
-func (e *Entity[T]) Get(ctx context.Context, id string, load func(ctx context.Context, id string) (T, error)) (T, error) {
+func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
 	esc, err := escapeID(id)
 	if err != nil {
 		var zero T
@@ -165,7 +165,7 @@ const maxJoinAttempts = 3
 
 // get is one attempt of Get; share says whether it may join (or start)
 // a load shared with other callers.
-func (e *Entity[T]) get(ctx context.Context, key, id string, load func(context.Context, string) (T, error), share bool) (v T, retry bool, err error) {
+func (e *Entity[T]) get(ctx context.Context, key, id string, load Loader[T], share bool) (v T, retry bool, err error) {
 	if !e.c.br.Allow() || e.c.retry.holds(key) {
 		// Redis is down, or may still hold what an invalidation of key
 		// that failed must remove: load, uncached.
@@ -226,7 +226,7 @@ func (e *Entity[T]) corrupt(ctx context.Context, key string) {
 // miss handles a cache miss: the filter, then the strategy. retry reports
 // that the caller joined a shared load whose result it may not use; an
 // error matching errFailOpen, that Redis failed before the load began.
-func (e *Entity[T]) miss(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], share bool) (v T, retry bool, err error) {
+func (e *Entity[T]) miss(ctx context.Context, key, id string, load Loader[T], st *stale[T], share bool) (v T, retry bool, err error) {
 	var zero T
 	if e.p.Filter != nil {
 		ok, err := e.p.Filter.MightContain(ctx, id)

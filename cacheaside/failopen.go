@@ -40,7 +40,7 @@ func (e *Entity[T]) note(ctx context.Context, err error) {
 // before it, which may have read the source of truth before a write that
 // completed before the caller began. With strategy None every caller
 // loads on its own.
-func (e *Entity[T]) failOpen(ctx context.Context, id string, load func(context.Context, string) (T, error), st *stale[T]) (T, error) {
+func (e *Entity[T]) failOpen(ctx context.Context, id string, load Loader[T], st *stale[T]) (T, error) {
 	f := func(ctx context.Context, id string) (T, error) {
 		v, _, err := e.invoke(ctx, id, load)
 		return v, err
@@ -57,7 +57,7 @@ func (e *Entity[T]) failOpen(ctx context.Context, id string, load func(context.C
 
 // loadManyDirect is GetMany's fail-open path: this caller loads every id
 // in one call (shared with nobody), and nothing is stored.
-func (e *Entity[T]) loadManyDirect(ctx context.Context, items []item, load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
+func (e *Entity[T]) loadManyDirect(ctx context.Context, items []item, load BatchLoader[T], out map[string]T) (map[string]T, error) {
 	found, _, err := e.invokeMany(ctx, ids(items), load)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return out, err

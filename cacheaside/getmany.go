@@ -38,7 +38,7 @@ import (
 // stale values within Grace for the ids it lacks) together with the error.
 // When Redis fails, the misses are loaded directly, within
 // MaxConcurrentLoads.
-func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx context.Context, ids []string) (map[string]T, error)) (map[string]T, error) {
+func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[T]) (map[string]T, error) {
 	out := make(map[string]T, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -140,7 +140,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load func(ctx con
 
 // versionedMany is GetMany's miss path for None and SingleFlight: the
 // versions first, then the load, then the version-checked stores.
-func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
+func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[string]*stale[T], load BatchLoader[T], out map[string]T) (map[string]T, error) {
 	now := time.Now().UnixMilli()
 	calls := make([]script.Call, len(miss))
 	for i, it := range miss {
@@ -247,22 +247,6 @@ func (e *Entity[T]) filterMany(ctx context.Context, items []item) ([]item, error
 		}
 	}
 	return keep, nil
-}
-
-// invokeMany calls a batch loader within the concurrency cap (one slot),
-// recovering panics and counting it as one load.
-func (e *Entity[T]) invokeMany(ctx context.Context, ids []string, load func(context.Context, []string) (map[string]T, error)) (found map[string]T, d time.Duration, err error) {
-	if !e.acquire() {
-		return nil, 0, ErrOverloaded
-	}
-	defer e.release()
-	d, err = e.timed(func() (err error) {
-		found, err = callLoader(ctx, "", func(ctx context.Context, _ string) (map[string]T, error) {
-			return load(ctx, ids)
-		})
-		return err
-	})
-	return found, d, err
 }
 
 // storeMany writes the outcome of a batch load for items (values found,

@@ -18,7 +18,7 @@ import (
 // by failed holders, whose ids this caller then loads. The wait for others
 // is bounded by WaitTimeout, counted from its start; Redis errors fall back
 // to loading directly.
-func (e *Entity[T]) leasedMany(ctx context.Context, items []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (map[string]T, error) {
+func (e *Entity[T]) leasedMany(ctx context.Context, items []item, stales map[string]*stale[T], load BatchLoader[T], out map[string]T) (map[string]T, error) {
 	var w *waiter
 	var deadline, tick *time.Timer
 	for {
@@ -65,7 +65,7 @@ func (e *Entity[T]) leasedMany(ctx context.Context, items []item, stales map[str
 // (or lost) are returned. On a Redis error it loads
 // every item directly. On a load error it returns the error, with stale
 // values within Grace in out for the items it leaves.
-func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[string]*stale[T], load func(context.Context, []string) (map[string]T, error), out map[string]T) (held []item, err error) {
+func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[string]*stale[T], load BatchLoader[T], out map[string]T) (held []item, err error) {
 	taken := time.Now()
 	got, replies, err := e.takeLeases(ctx, items, nil)
 	if err != nil {
@@ -116,7 +116,7 @@ func (e *Entity[T]) leaseRound(ctx context.Context, items []item, stales map[str
 // found into out (nil for a refresh, which serves nobody). A failed load
 // (or a loader that called runtime.Goexit) gives the leases up, which
 // wakes their waiters.
-func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load func(context.Context, []string) (map[string]T, error), out map[string]T) error {
+func (e *Entity[T]) loadLeasedMany(ctx context.Context, items []item, load BatchLoader[T], out map[string]T) error {
 	defer e.keepLeases(ctx, items)()
 	returned := false
 	defer e.releaseUnlessReturned(ctx, items, &returned)

@@ -91,7 +91,7 @@ func (e *Entity[T]) confirmLeases(ctx context.Context, items []item, taken time.
 // loader that calls runtime.Goexit gives the lease up, as a failed load
 // does. In this process callers share one leased() through the flight
 // group. A Redis failure before the load returns errFailOpen.
-func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
+func (e *Entity[T]) leased(ctx context.Context, key, id string, load Loader[T], st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	tok := token.New()
 	deadline := time.NewTimer(e.p.WaitTimeout)
@@ -161,7 +161,7 @@ func (e *Entity[T]) leased(ctx context.Context, key, id string, load func(contex
 // loadLeased loads it, whose lease this caller holds, renewing the lease
 // until the result is stored (see finish). A failed load, or a loader that
 // calls runtime.Goexit, gives the lease up, which wakes its waiters.
-func (e *Entity[T]) loadLeased(ctx context.Context, it item, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
+func (e *Entity[T]) loadLeased(ctx context.Context, it item, load Loader[T], st *stale[T], mark func()) (T, outcome, error) {
 	defer e.keepLeases(ctx, []item{it})()
 	returned := false
 	defer e.releaseUnlessReturned(ctx, []item{it}, &returned)

@@ -5,72 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
 )
-
-// callLoader calls load and turns a panic into a *PanicError. Recovering
-// is deliberate: the load may be shared by many waiters (and hold a
-// lease), and each of them must get an error instead of one goroutine
-// crashing the process with the lease still held.
-func callLoader[T any](ctx context.Context, id string, load func(context.Context, string) (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return load(ctx, id)
-}
-
-// acquire takes one of the entity's MaxConcurrentLoads slots without
-// blocking; release gives it back.
-func (e *Entity[T]) acquire() bool {
-	if e.p.MaxConcurrentLoads < 0 {
-		return true
-	}
-	if e.active.Add(1) > int64(e.p.MaxConcurrentLoads) {
-		e.active.Add(-1)
-		e.ctr.inc(EventOverloaded)
-		return false
-	}
-	return true
-}
-
-func (e *Entity[T]) release() {
-	if e.p.MaxConcurrentLoads >= 0 {
-		e.active.Add(-1)
-	}
-}
-
-// timed runs f (one loader call) and counts it as a load or a load error.
-func (e *Entity[T]) timed(f func() error) (time.Duration, error) {
-	start := time.Now()
-	err := f()
-	d := time.Since(start)
-	if err == nil || errors.Is(err, ErrNotFound) {
-		e.ctr.load(EventLoad, d)
-	} else {
-		e.ctr.load(EventLoadError, d)
-	}
-	return d, err
-}
-
-// invoke calls load within the concurrency cap, counting it.
-func (e *Entity[T]) invoke(ctx context.Context, id string, load func(context.Context, string) (T, error)) (v T, d time.Duration, err error) {
-	if !e.acquire() {
-		return v, 0, ErrOverloaded
-	}
-	defer e.release()
-	d, err = e.timed(func() (err error) {
-		v, err = callLoader(ctx, id, load)
-		return err
-	})
-	return v, d, err
-}
 
 // result maps a load's outcome to Get's: ErrNotFound plain, a stale value
 // within Grace instead of an error.
@@ -95,7 +35,7 @@ type item struct{ id, key, ver, token string }
 // loadAndStore is a miss for None and SingleFlight: read the version (or
 // a fresh entry stored since the miss), load, store unless invalidated
 // meanwhile. A Redis failure before the load returns errFailOpen.
-func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load func(context.Context, string) (T, error), st *stale[T], mark func()) (T, outcome, error) {
+func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load Loader[T], st *stale[T], mark func()) (T, outcome, error) {
 	var zero T
 	mark()
 	ver, entry, err := e.readVersion(ctx, key)

@@ -14,7 +14,7 @@ import (
 // before the load began (see confirmLeases: whoever took it refreshes); a
 // loader that calls runtime.Goexit gives the lease up. It reports whether
 // it loaded a new value (stored unless invalidated meanwhile).
-func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) (T, bool) {
+func (e *Entity[T]) refresh(ctx context.Context, key, id string, load Loader[T], observed string) (T, bool) {
 	var zero T
 	tok := token.New()
 	taken := time.Now()
@@ -37,7 +37,7 @@ func (e *Entity[T]) refresh(ctx context.Context, key, id string, load func(conte
 // refreshAsync starts a background refresh of id unless one runs in this
 // process already. The refresh runs on a context detached from ctx (its
 // values kept), bounded by RefreshTimeout and ended by Close.
-func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(context.Context, string) (T, error), observed string) {
+func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load Loader[T], observed string) {
 	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
 		return
 	}
@@ -54,7 +54,7 @@ func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load func(
 // earlyRefresh is EarlyRefresh's recomputation by the reader XFetch
 // picked. It returns the new value, or cur if another caller refreshes
 // (or the load fails: cur is still fresh).
-func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load func(context.Context, string) (T, error), cur T, observed string) T {
+func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load Loader[T], cur T, observed string) T {
 	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
 		return cur
 	}
@@ -68,7 +68,7 @@ func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load func(
 // refreshManyAsync refreshes, in the background and as one batch, the
 // items whose entries (with the headers observed, by index) are due: it
 // takes the leases it can, loads those ids in one call and stores them.
-func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed []string, load BatchLoader[T]) {
 	var todo []item
 	var todoObs []string
 	for i, it := range items {
@@ -98,7 +98,7 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed
 // refreshMany is the batch form of refresh: it takes the leases of items
 // it can, drops those that lapsed before the load began (see
 // confirmLeases) and loads the others in one call (see loadLeasedMany).
-func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load func(context.Context, []string) (map[string]T, error)) {
+func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load BatchLoader[T]) {
 	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, items, observed)
 	if err != nil || len(got) == 0 {
