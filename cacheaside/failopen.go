@@ -40,19 +40,19 @@ func (e *Entity[T]) note(ctx context.Context, err error) {
 // before it, which may have read the source of truth before a write that
 // completed before the caller began. With strategy None every caller
 // loads on its own.
-func (e *Entity[T]) failOpen(ctx context.Context, id string, load Loader[T], st *stale[T]) (T, error) {
+func (e *Entity[T]) failOpen(ctx context.Context, r request[T]) (T, error) {
 	f := func(ctx context.Context, id string) (T, error) {
-		v, _, err := e.invoke(ctx, id, load)
+		v, _, err := e.invoke(ctx, id, r.load)
 		return v, err
 	}
 	var v T
 	var err error
 	if e.p.Strategy.shares() {
-		v, err = e.direct.do(ctx, id, f)
+		v, err = e.direct.do(ctx, r.id, f)
 	} else {
-		v, err = f(ctx, id)
+		v, err = f(ctx, r.id)
 	}
-	return e.result(v, err, st)
+	return e.result(v, err, r.stale)
 }
 
 // loadManyDirect is GetMany's fail-open path: this caller loads every id

@@ -58,7 +58,7 @@ type flightCall[T any] struct {
 // do runs fn once for all concurrent callers with the same key. It returns
 // retry = true to a caller that may not use the result (see outcome); the
 // caller should start over. fn must not panic (loaders are called through
-// call, which recovers).
+// callLoader, which recovers).
 func (g *flight[T]) do(ctx context.Context, key string, fn func(ctx context.Context, mark func()) (T, outcome, error)) (v T, retry bool, err error) {
 	g.mu.Lock()
 	if g.calls == nil {

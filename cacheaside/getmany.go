@@ -98,30 +98,22 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 			b = []byte(s)
 		}
 		it := items[i]
-		vw := e.classify(b, now)
-		switch vw.state {
-		case stateFresh, stateDue:
-			e.ctr.inc(EventHit)
-			out[it.id] = vw.v
-			e.local.putAt(tks, i, it.key, vw.v, vw.expiry) // near cache
-		case stateStale:
-			e.ctr.inc(EventStaleServed)
-			out[it.id] = vw.v
-		case stateNull:
-			e.ctr.inc(EventNullHit)
-			e.local.putNullAt(tks, i, it.key, vw.expiry) // near cache
-		case stateCorrupt:
-			e.corrupt(ctx, it.key)
+		var tk ticket
+		if tks != nil { // near cache
+			tk = tks[i]
 		}
-		switch vw.state {
-		case stateDue, stateStale:
+		vw := e.classify(b, now)
+		switch e.decide(ctx, tk, it.key, &vw) {
+		case serveValue:
+			out[it.id] = vw.v
+		case serveAndRefresh: // both due and stale values are refreshed in the background
+			out[it.id] = vw.v
 			refresh = append(refresh, it)
 			observed = append(observed, vw.hdr)
-		case stateAbsent, stateExpired, stateCorrupt:
+		case rebuild:
 			if st := vw.stale(); st != nil {
 				stales[it.id] = st
 			}
-			e.ctr.inc(EventMiss)
 			miss = append(miss, it)
 		}
 	}

@@ -2,7 +2,6 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -12,44 +11,9 @@ import (
 	"github.com/asidekit/asidekit/internal/token"
 )
 
-// result maps a load's outcome to Get's: ErrNotFound plain, a stale value
-// within Grace instead of an error.
-func (e *Entity[T]) result(v T, err error, st *stale[T]) (T, error) {
-	var zero T
-	switch {
-	case err == nil:
-		return v, nil
-	case errors.Is(err, ErrNotFound):
-		return zero, ErrNotFound
-	}
-	if sv, ok := e.serveStale(st); ok {
-		return sv, nil
-	}
-	return zero, err
-}
-
 // item is one id being rebuilt: its id and entry key, the version token
 // read before its load, and the rebuild lease held for it ("" for none).
 type item struct{ id, key, ver, token string }
-
-// loadAndStore is a miss for None and SingleFlight: read the version (or
-// a fresh entry stored since the miss), load, store unless invalidated
-// meanwhile. A Redis failure before the load returns errFailOpen.
-func (e *Entity[T]) loadAndStore(ctx context.Context, key, id string, load Loader[T], st *stale[T], mark func()) (T, outcome, error) {
-	var zero T
-	mark()
-	ver, entry, err := e.readVersion(ctx, key)
-	if err = e.redisResult(ctx, err); err != nil {
-		return zero, validAll, err
-	}
-	if entry != nil {
-		if v, err, ok := e.decodeFresh(ctx, key, entry); ok {
-			return v, validMarked, err
-		}
-	}
-	v, d, err := e.invoke(withRequired(ctx, ver), id, load)
-	return e.finish(ctx, item{id: id, key: key, ver: ver}, v, d, err, st, mark)
-}
 
 // readVersion runs version.lua for one key.
 func (e *Entity[T]) readVersion(ctx context.Context, key string) (ver string, entry []byte, err error) {
@@ -82,62 +46,6 @@ func (e *Entity[T]) decodeFresh(ctx context.Context, key string, entry []byte) (
 		e.corrupt(ctx, key)
 	}
 	return v, err, ok
-}
-
-// finish stores a load's outcome (a value, or a "not found" when NullTTL
-// is set) under its version, releasing its lease if any, and returns
-// Get's result with the outcome for the callers sharing the load.
-func (e *Entity[T]) finish(ctx context.Context, it item, v T, d time.Duration, err error, st *stale[T], mark func()) (T, outcome, error) {
-	out := validAll
-	switch {
-	case err == nil:
-		mark()
-		out = e.store(ctx, it, v, true, d)
-	case errors.Is(err, ErrNotFound) && e.p.NullTTL > 0:
-		mark()
-		out = e.store(ctx, it, v, false, d)
-	case errors.Is(err, ErrNotFound):
-		e.releaseLeases(ctx, []item{it})
-		mark()
-		out = e.verify(ctx, it)
-	default:
-		e.releaseLeases(ctx, []item{it})
-	}
-	v, err = e.result(v, err, st)
-	return v, out, err
-}
-
-// verify checks that it's version is still current, for a load whose
-// result was not stored: validMarked if so, validLeader otherwise.
-func (e *Entity[T]) verify(ctx context.Context, it item) outcome {
-	cur, err := e.c.client.Get(ctx, it.key+":ver").Result()
-	if e.redisResult(ctx, err) != nil || cur != it.ver {
-		return validLeader
-	}
-	return validMarked
-}
-
-// store writes the entry with fill.lua, which refuses it if the version
-// changed. It runs on a detached context: the load is done, and the lease
-// must be released even if the caller has gone.
-func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.Duration) outcome {
-	entry, px, err := e.makeEntry(v, found, d)
-	if err != nil {
-		e.ctr.inc(EventCacheError)
-		e.releaseLeases(ctx, []item{it})
-		return e.verify(ctx, it)
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
-	defer cancel()
-	call := e.fillCall(it, entry, px)
-	n, err := call.Script.Run(wctx, e.c.client, call.Keys, call.Args...).Int()
-	if e.redisResult(wctx, err) != nil {
-		return validLeader
-	}
-	if !e.filled(it.key, n) {
-		return validLeader
-	}
-	return validMarked
 }
 
 // fill.lua's reply: bits of the integer it returns.

@@ -21,22 +21,22 @@ type Loader[T any] func(ctx context.Context, id string) (T, error)
 type BatchLoader[T any] func(ctx context.Context, ids []string) (map[string]T, error)
 
 // invoke calls load for id within the concurrency cap (see acquire),
-// recovering a panic (see call) and counting it as a load.
+// recovering a panic (see callLoader) and counting it as a load.
 func (e *Entity[T]) invoke(ctx context.Context, id string, load Loader[T]) (T, time.Duration, error) {
-	return call(e, func() (T, error) { return load(ctx, id) })
+	return callLoader(e, func() (T, error) { return load(ctx, id) })
 }
 
 // invokeMany is invoke for a batch loader: one call, one slot, one load.
 func (e *Entity[T]) invokeMany(ctx context.Context, ids []string, load BatchLoader[T]) (map[string]T, time.Duration, error) {
-	return call(e, func() (map[string]T, error) { return load(ctx, ids) })
+	return callLoader(e, func() (map[string]T, error) { return load(ctx, ids) })
 }
 
-// call makes one loader call f within e's MaxConcurrentLoads, times it and
+// callLoader makes one loader call f within e's MaxConcurrentLoads, times it and
 // counts it as a load or a load error. A panic in f becomes a *PanicError.
 // Recovering is deliberate: the load may be shared by many waiters (and
 // hold a lease), and each of them must get an error instead of one
 // goroutine crashing the process with the lease still held.
-func call[T, V any](e *Entity[T], f func() (V, error)) (v V, d time.Duration, err error) {
+func callLoader[T, V any](e *Entity[T], f func() (V, error)) (v V, d time.Duration, err error) {
 	if !e.acquire() {
 		return v, 0, ErrOverloaded
 	}

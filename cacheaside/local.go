@@ -184,21 +184,6 @@ func (l *localTier[T]) putNull(t ticket, key string, expiry int64) {
 	}
 }
 
-// putAt is put for the i-th key of a batch ticketed by tickets (nil when
-// the tier is disabled).
-func (l *localTier[T]) putAt(tickets []ticket, i int, key string, v T, expiry int64) {
-	if l != nil {
-		l.put(tickets[i], key, v, expiry)
-	}
-}
-
-// putNullAt is putNull for the i-th key of a batch.
-func (l *localTier[T]) putNullAt(tickets []ticket, i int, key string, expiry int64) {
-	if l != nil {
-		l.putNull(tickets[i], key, expiry)
-	}
-}
-
 func (l *localTier[T]) fill(t ticket, key string, e localEntry[T], ttl time.Duration, expiry int64) {
 	if t.epoch%2 == 0 { // taken while the feed was down
 		return

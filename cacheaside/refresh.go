@@ -8,25 +8,26 @@ import (
 	"github.com/asidekit/asidekit/internal/token"
 )
 
-// refresh recomputes an entry whose header the caller saw, under the
+// refresh recomputes r's entry, whose header the caller saw, under the
 // lease, by the rules of a miss (see leased): it does nothing if another
 // caller holds the lease or the entry changed, nor if the lease lapsed
 // before the load began (see confirmLeases: whoever took it refreshes); a
 // loader that calls runtime.Goexit gives the lease up. It reports whether
 // it loaded a new value (stored unless invalidated meanwhile).
-func (e *Entity[T]) refresh(ctx context.Context, key, id string, load Loader[T], observed string) (T, bool) {
+func (e *Entity[T]) refresh(ctx context.Context, r request[T], observed string) (T, bool) {
 	var zero T
-	tok := token.New()
+	r.token = token.New()
 	taken := time.Now()
-	r, err := e.lease(ctx, key, tok, observed)
-	if e.redisResult(ctx, err) != nil || r.status != leaseAcquired {
+	lr, err := e.lease(ctx, r.key, r.token, observed)
+	if e.redisResult(ctx, err) != nil || lr.status != leaseAcquired {
 		return zero, false
 	}
-	it := item{id: id, key: key, ver: r.ver, token: tok}
-	if _, lost := e.confirmLeases(ctx, []item{it}, taken); len(lost) > 0 {
+	r.ver = lr.ver
+	if _, lost := e.confirmLeases(ctx, []item{r.item}, taken); len(lost) > 0 {
 		return zero, false
 	}
-	v, _, err := e.loadLeased(ctx, it, load, nil, noMark)
+	r.stale, r.mark = nil, noMark
+	v, _, err := e.loadLeased(ctx, r)
 	if err != nil {
 		return zero, false
 	}
@@ -34,32 +35,32 @@ func (e *Entity[T]) refresh(ctx context.Context, key, id string, load Loader[T],
 	return v, true
 }
 
-// refreshAsync starts a background refresh of id unless one runs in this
-// process already. The refresh runs on a context detached from ctx (its
-// values kept), bounded by RefreshTimeout and ended by Close.
-func (e *Entity[T]) refreshAsync(ctx context.Context, key, id string, load Loader[T], observed string) {
-	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
+// refreshAsync starts a background refresh of r's id unless one runs in
+// this process already. The refresh runs on a context detached from ctx
+// (its values kept), bounded by RefreshTimeout and ended by Close.
+func (e *Entity[T]) refreshAsync(ctx context.Context, r request[T], observed string) {
+	if _, busy := e.refreshing.LoadOrStore(r.id, struct{}{}); busy {
 		return
 	}
 	if !e.c.goBackground(func() {
-		defer e.refreshing.Delete(id)
+		defer e.refreshing.Delete(r.id)
 		rctx, cancel := e.c.detached(ctx, e.p.RefreshTimeout)
 		defer cancel()
-		e.refresh(rctx, key, id, load, observed)
+		e.refresh(rctx, r, observed)
 	}) {
-		e.refreshing.Delete(id)
+		e.refreshing.Delete(r.id)
 	}
 }
 
 // earlyRefresh is EarlyRefresh's recomputation by the reader XFetch
 // picked. It returns the new value, or cur if another caller refreshes
 // (or the load fails: cur is still fresh).
-func (e *Entity[T]) earlyRefresh(ctx context.Context, key, id string, load Loader[T], cur T, observed string) T {
-	if _, busy := e.refreshing.LoadOrStore(id, struct{}{}); busy {
+func (e *Entity[T]) earlyRefresh(ctx context.Context, r request[T], cur T, observed string) T {
+	if _, busy := e.refreshing.LoadOrStore(r.id, struct{}{}); busy {
 		return cur
 	}
-	defer e.refreshing.Delete(id)
-	if v, ok := e.refresh(ctx, key, id, load, observed); ok {
+	defer e.refreshing.Delete(r.id)
+	if v, ok := e.refresh(ctx, r, observed); ok {
 		return v
 	}
 	return cur

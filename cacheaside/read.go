@@ -1,0 +1,133 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+)
+
+// Get returns id's value: from Redis on a hit (one round trip), otherwise
+// from load, as the Policy's strategy directs, storing the result. load
+// returns ErrNotFound (or an error wrapping it) when id does not exist; Get
+// then returns ErrNotFound, and the absence is cached for NullTTL.
+//
+// A value Get returns is never older than a write (source of truth, then
+// Invalidate or Set) that completed before Get began, except for stale
+// values within Grace that the Policy allows (AsyncRefresh, or a failing
+// loader).
+//
+// When Redis fails (or the breaker is open) Get calls load directly,
+// within MaxConcurrentLoads, and stores nothing; concurrent Gets of id in
+// this process share such loads by group commit (a Get never takes the
+// result of a load that began before it). Every wait honours ctx.
+//
+// The whole hit is in this function: the GET (shared with the concurrent
+// Gets of id in this process by group commit, see commitGroup), classify
+// and decide. A miss goes on in rebuild.go.
+func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
+	var zero T
+	esc, err := escapeID(id)
+	if err != nil {
+		return zero, err
+	}
+	if load == nil {
+		return zero, errNilLoader
+	}
+	if e.c.rec.bypass() {
+		// Redis failed, and the writes made meanwhile may not all be
+		// applied yet (see RecoveryGate): load, uncached.
+		e.ctr.inc(EventBypass)
+		return e.failOpen(ctx, request[T]{item: item{id: id}, load: load})
+	}
+	if v, ok, err := e.local.get(esc); ok { // near cache: a local answer, no key built
+		return v, err
+	}
+	key := e.prefix + esc + "}"
+	for attempt := 0; ; attempt++ {
+		if !e.c.br.Allow() || e.c.retry.holds(key) {
+			// Redis is down, or may still hold what an invalidation of key
+			// that failed must remove: load, uncached.
+			e.ctr.inc(EventBypass)
+			return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
+		}
+		tk := e.local.ticket(key) // near cache: before the read that may fill it
+		b, err := e.reads.do(ctx, key, e.getEntry)
+		if err = e.redisResult(ctx, err); err != nil {
+			if errors.Is(err, errFailOpen) {
+				return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
+			}
+			return zero, err
+		}
+		vw := e.classify(b, e.now())
+		switch e.decide(ctx, tk, key, &vw) {
+		case serveValue:
+			return vw.v, nil
+		case serveNull:
+			return zero, ErrNotFound
+		case serveAndRefresh:
+			r := request[T]{item: item{id: id, key: key}, load: load}
+			if vw.state == stateDue {
+				return e.earlyRefresh(ctx, r, vw.v, vw.hdr), nil
+			}
+			e.refreshAsync(ctx, r, vw.hdr)
+			return vw.v, nil
+		}
+		// A caller that joined a shared load too late to be covered by its
+		// validation starts over; the last attempt loads on its own.
+		r := request[T]{item: item{id: id, key: key}, load: load, stale: vw.stale(), share: attempt < maxJoinAttempts}
+		v, retry, err := e.miss(ctx, r)
+		if errors.Is(err, errFailOpen) {
+			return e.failOpen(ctx, r)
+		}
+		if !retry {
+			return v, err
+		}
+	}
+}
+
+// maxJoinAttempts bounds how often a Get joins shared loads whose results
+// it may not use before it loads on its own.
+const maxJoinAttempts = 3
+
+// decision is what a read does with an entry it classified.
+type decision int
+
+const (
+	serveValue      decision = iota // answer with the value
+	serveNull                       // answer ErrNotFound
+	serveAndRefresh                 // answer with the value and refresh it: early (stateDue) or in the background (stateStale)
+	rebuild                         // a miss: load it (vw.stale() may serve within Grace if the load fails)
+)
+
+// decide is the one rule, shared by Get and GetMany, of what a read does
+// with the entry it classified: it counts the read, keeps what it serves
+// in the near cache (under tk, the ticket taken before the read of key),
+// and deletes an entry that does not decode, which is then rebuilt.
+func (e *Entity[T]) decide(ctx context.Context, tk ticket, key string, vw *view[T]) decision {
+	switch vw.state {
+	case stateFresh:
+		e.ctr.inc(EventHit)
+		e.local.put(tk, key, vw.v, vw.expiry) // near cache
+		return serveValue
+	case stateDue:
+		e.ctr.inc(EventHit)
+		e.local.put(tk, key, vw.v, vw.expiry) // near cache
+		return serveAndRefresh
+	case stateStale:
+		e.ctr.inc(EventStaleServed)
+		return serveAndRefresh
+	case stateNull:
+		e.ctr.inc(EventNullHit)
+		e.local.putNull(tk, key, vw.expiry) // near cache
+		return serveNull
+	case stateCorrupt:
+		e.corrupt(ctx, key)
+	}
+	e.ctr.inc(EventMiss)
+	return rebuild
+}
+
+// corrupt deletes an entry that is not ours (or is damaged) and counts it.
+func (e *Entity[T]) corrupt(ctx context.Context, key string) {
+	e.ctr.inc(EventDecodeError)
+	e.note(ctx, e.c.client.Del(ctx, key).Err())
+}
