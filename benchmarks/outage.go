@@ -140,7 +140,7 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 			if err != nil {
 				return res, fmt.Errorf("outage: %s: %w", name, err)
 			}
-			row.Variant, row.Notes = name, v.notes
+			row.Variant, row.Notes = name, joinNotes(v.notes, row.Notes)
 			res.Rows = append(res.Rows, row)
 		}
 	}
@@ -150,7 +150,7 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("outage: kit/cut/no_gate: %w", err)
 	}
-	row.Variant, row.Notes = "kit/cut/no_gate", "kit/cut with the Invalidator in a sidecar process: the serving processes have no recovery gate"
+	row.Variant, row.Notes = "kit/cut/no_gate", joinNotes("kit/cut with the Invalidator in a sidecar process: the serving processes have no recovery gate", row.Notes)
 	res.Rows = append(res.Rows, row)
 	for _, gate := range []bool{true, false} {
 		row, err := runOutageRestart(ctx, env, p, gate)
@@ -181,4 +181,12 @@ func (p OutageParams) norm() OutageParams {
 	p.Hot = min(max(p.Hot, 1), p.Rows)
 	p.OutOfBandRate = max(p.OutOfBandRate, 1)
 	return p
+}
+
+// joinNotes joins a row's description and what its run noted.
+func joinNotes(desc, run string) string {
+	if run == "" {
+		return desc
+	}
+	return desc + "; " + run
 }

@@ -38,6 +38,7 @@ type outageProc struct {
 	items   *repo.Repository[outageItem, int64]
 	limiter limit.Limiter
 	gen     *seqgen.Generator
+	idx     int // the process's number in its run (the stale reads' notes)
 }
 
 // openOutageProc builds a process as README shows: a Kit over a client of
@@ -62,7 +63,7 @@ func openOutageProc(ctx context.Context, env *Env, addr, ns string, kitClient bo
 	}
 	p.items, err = repo.New[outageItem, int64](env.DB, p.kit.Cache(), &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Jitter: 0.1, NullTTL: time.Minute, Strategy: cacheaside.Mutex,
-			Local: &cacheaside.LocalPolicy{TTL: time.Minute}},
+			Local: outageLocal()},
 		Filter:            p.kit.FilterOptions(&bloom.Options{Capacity: int64(4 * rows), FalsePositiveRate: 0.01}),
 		AfterCommitErrors: true,
 	})
@@ -81,6 +82,18 @@ func openOutageProc(ctx context.Context, env *Env, addr, ns string, kitClient bo
 		return nil, fmt.Errorf("near cache: %w", err)
 	}
 	return p, nil
+}
+
+// outageNoLocal, for the tests only, runs the processes without a near
+// cache.
+var outageNoLocal bool
+
+// outageLocal is the processes' near cache policy.
+func outageLocal() *cacheaside.LocalPolicy {
+	if outageNoLocal {
+		return nil
+	}
+	return &cacheaside.LocalPolicy{TTL: time.Minute}
 }
 
 // close stops the process: its repository's rebuilds, generator, Kit and
@@ -108,6 +121,7 @@ type outageTruth struct {
 	// written before restoreAt is set, read only by reads that began after.
 	oobAtRestore []int64
 	restoreAt    atomic.Int64 // UnixNano of the restore; 0 before
+	log          outageLog    // every write and stale read, for the notes
 }
 
 func newOutageTruth(rows int) *outageTruth {
@@ -156,6 +170,7 @@ func (t *outageTruth) oobWrite(ctx context.Context, db *gorm.DB, id int64) error
 		return err
 	}
 	raise(&t.oob[id-1], v)
+	t.log.wrote(id, outageWrite{ver: v, done: time.Now().UnixNano(), proc: -1})
 	return nil
 }
 
@@ -172,5 +187,6 @@ func (t *outageTruth) repoWrite(ctx context.Context, p *outageProc, id int64) (a
 		return false, err
 	}
 	raise(&t.acked[id-1], it.Version)
+	t.log.wrote(id, outageWrite{ver: it.Version, done: time.Now().UnixNano(), proc: p.idx, afterCommit: afterCommit})
 	return afterCommit, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,10 +151,12 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 	exists := id <= int64(w.p.Rows)
 	var acked, oob int64
 	var after bool
+	begin, gateBegin := time.Now().UnixNano(), pr.kit.Cache().Recovering()
 	if exists {
 		acked, oob, after = w.truth.want(id)
 	}
 	it, err := pr.items.Get(ctx, id)
+	end, gateEnd := time.Now().UnixNano(), pr.kit.Cache().Recovering()
 	w.reads.Add(1)
 	if phase == 1 {
 		t.readsDuring++
@@ -168,6 +171,11 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 		return err
 	case !exists:
 		return fmt.Errorf("absent id %d read as %+v", id, it)
+	case it.Version < acked || after && it.Version < oob:
+		w.truth.log.staleRead(outageStale{id: id, got: it.Version, acked: acked, oob: oob, proc: pr.idx,
+			begin: begin, end: end, after: after, gateBegin: gateBegin, gateEnd: gateEnd})
+	}
+	switch {
 	case after && it.Version < max(acked, oob):
 		t.staleAfter++
 		if it.Version >= acked {
@@ -215,6 +223,7 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 		if procs[i], err = openOutageProc(ctx, env, px.Addr(), ns, v.kit, p.Rows); err != nil {
 			return row, err
 		}
+		procs[i].idx = i
 	}
 	if err := procs[0].items.WarmFilter(ctx); err != nil {
 		return row, err
@@ -347,9 +356,12 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	row.Set(MetricStaleAfterRestoreOOB, float64(all.staleAfterOOB))
 	row.Set(MetricLastStaleAfterRestore, float64(all.lastStaleAfter.Milliseconds()))
 	row.Set(MetricFalseNotFound, float64(all.falseNotFound))
+	var notes []string
 	if all.firstErr != nil {
-		row.Notes = "first error during the fault: " + all.firstErr.Error()
+		notes = append(notes, "first error during the fault: "+all.firstErr.Error())
 	}
+	notes = append(notes, w.truth.log.describe(c.fault.Load(), c.restore.Load())...)
+	row.Notes = strings.Join(notes, "; ")
 	return row, nil
 }
 
