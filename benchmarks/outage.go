@@ -32,6 +32,13 @@ const (
 	MetricStaleAfterRestoreOOB  = "stale_after_restore_sql"
 	MetricLastStaleAfterRestore = "last_stale_after_restore_ms"
 	MetricStaleAfterStart       = "stale_reads_after_start"
+	// MetricStaleLocal counts the reads (before or after the restore)
+	// older only than another process's write returned less than 50 ms
+	// before them: the near cache's propagation delay (README, Near
+	// cache), counted apart from the stale reads above;
+	// MetricStaleLocalMax is the oldest's age.
+	MetricStaleLocal    = "stale_local_propagation"
+	MetricStaleLocalMax = "stale_local_propagation_max_ms"
 	MetricChangedRows           = "changed_rows"
 	MetricCatchUp               = "catch_up_ms"
 )
@@ -170,7 +177,9 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 		"throughput: requests completed per second; *_during: requests that began during the fault; recovery_ms: restore → the "+
 			"share of reads served without a DB load back to 90% of its value before the fault (per 200 ms, -1: not within the run)",
 		"stale: a read that returned a version older than one acknowledged to a writer before the read began (repo writes, "+
-			"ErrAfterCommit included); after the restore also older than a plain-SQL write committed before it",
+			"ErrAfterCommit included); after the restore also older than a plain-SQL write committed before it; "+
+			"a read older only than another process's repo write (nil) returned < 50 ms before it is the near cache's "+
+			"propagation delay (README, Near cache), counted in stale_local_propagation instead",
 		"the simulated processes share one binary, so they share repo's process-wide after-commit retrier")
 	return res, nil
 }

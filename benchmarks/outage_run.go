@@ -48,6 +48,12 @@ type outageTally struct {
 	staleAfterOOB  int64         // of staleAfter, those older only than a plain-SQL write
 	lastStaleAfter time.Duration // restore → the end of the last stale read after it
 	falseNotFound  int64
+	// staleLocal counts the reads older only than another process's
+	// write of less than outageLocalWindow ago (the near cache's
+	// propagation delay, see outageLog.propagation), not counted in
+	// staleBefore or staleAfter; staleLocalMax is the oldest's age.
+	staleLocal    int64
+	staleLocalMax time.Duration
 	latBefore      []time.Duration
 	latDuring      []time.Duration
 	// latSteady holds the latencies of the requests that began at least
@@ -75,6 +81,8 @@ func (t *outageTally) add(o *outageTally) {
 	t.staleAfterOOB += o.staleAfterOOB
 	t.lastStaleAfter = max(t.lastStaleAfter, o.lastStaleAfter)
 	t.falseNotFound += o.falseNotFound
+	t.staleLocal += o.staleLocal
+	t.staleLocalMax = max(t.staleLocalMax, o.staleLocalMax)
 	t.latBefore = append(t.latBefore, o.latBefore...)
 	t.latDuring = append(t.latDuring, o.latDuring...)
 	t.latSteady = append(t.latSteady, o.latSteady...)
@@ -94,6 +102,7 @@ type outageWorkload struct {
 	truth *outageTruth
 	clock *outageClock
 	reads atomic.Int64 // reads completed, for the hit ratio
+	local bool         // the processes have a near cache
 }
 
 // pickRow returns a row that exists: hot half the time.
@@ -172,8 +181,19 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 	case !exists:
 		return fmt.Errorf("absent id %d read as %+v", id, it)
 	case it.Version < acked || after && it.Version < oob:
-		w.truth.log.staleRead(outageStale{id: id, got: it.Version, acked: acked, oob: oob, proc: pr.idx,
-			begin: begin, end: end, after: after, gateBegin: gateBegin, gateEnd: gateEnd})
+		s := outageStale{id: id, got: it.Version, acked: acked, oob: oob, proc: pr.idx,
+			begin: begin, end: end, after: after, gateBegin: gateBegin, gateEnd: gateEnd}
+		// Older only than another process's write of a few ms ago:
+		// the near cache's propagation delay (outageLocalWindow), not
+		// a read the recovery must prevent.
+		if (!after || it.Version >= oob) && w.local {
+			if ok, age := w.truth.log.propagation(id, pr.idx, begin, it.Version); ok {
+				t.staleLocal++
+				t.staleLocalMax = max(t.staleLocalMax, age)
+				return nil
+			}
+		}
+		w.truth.log.staleRead(s)
 	}
 	switch {
 	case after && it.Version < max(acked, oob):
@@ -240,7 +260,7 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 		return row, err
 	}
 
-	w := &outageWorkload{p: p, truth: newOutageTruth(p.Rows), clock: &outageClock{t0: time.Now()}}
+	w := &outageWorkload{p: p, truth: newOutageTruth(p.Rows), clock: &outageClock{t0: time.Now()}, local: outageLocal() != nil}
 	c := w.clock
 	end := c.t0.Add(p.Before + p.Fault + p.After)
 	buckets := int((p.Before+p.Fault+p.After)/(100*time.Millisecond)) + 2
@@ -356,6 +376,8 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	row.Set(MetricStaleAfterRestoreOOB, float64(all.staleAfterOOB))
 	row.Set(MetricLastStaleAfterRestore, float64(all.lastStaleAfter.Milliseconds()))
 	row.Set(MetricFalseNotFound, float64(all.falseNotFound))
+	row.Set(MetricStaleLocal, float64(all.staleLocal))
+	row.Set(MetricStaleLocalMax, ms(all.staleLocalMax))
 	var notes []string
 	if all.firstErr != nil {
 		notes = append(notes, "first error during the fault: "+all.firstErr.Error())
