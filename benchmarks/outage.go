@@ -32,13 +32,6 @@ const (
 	MetricStaleAfterRestoreOOB  = "stale_after_restore_sql"
 	MetricLastStaleAfterRestore = "last_stale_after_restore_ms"
 	MetricStaleAfterStart       = "stale_reads_after_start"
-	// MetricStaleLocal counts the reads (before or after the restore)
-	// older only than another process's write returned less than 50 ms
-	// before them: the near cache's propagation delay (README, Near
-	// cache), counted apart from the stale reads above;
-	// MetricStaleLocalMax is the oldest's age.
-	MetricStaleLocal    = "stale_local_propagation"
-	MetricStaleLocalMax = "stale_local_propagation_max_ms"
 	MetricChangedRows           = "changed_rows"
 	MetricCatchUp               = "catch_up_ms"
 )

@@ -48,12 +48,14 @@ type outageTally struct {
 	staleAfterOOB  int64         // of staleAfter, those older only than a plain-SQL write
 	lastStaleAfter time.Duration // restore → the end of the last stale read after it
 	falseNotFound  int64
+
 	// staleLocal counts the reads older only than another process's
 	// write of less than outageLocalWindow ago (the near cache's
 	// propagation delay, see outageLog.propagation), not counted in
 	// staleBefore or staleAfter; staleLocalMax is the oldest's age.
 	staleLocal    int64
 	staleLocalMax time.Duration
+
 	latBefore      []time.Duration
 	latDuring      []time.Duration
 	// latSteady holds the latencies of the requests that began at least

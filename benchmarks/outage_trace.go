@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// Metrics of the outage scenario's checker: MetricStaleLocal counts the
+// reads (before or after the restore) older only than another process's
+// write returned less than outageLocalWindow before them, the near
+// cache's propagation delay (README, Near cache), counted apart from
+// MetricStaleDuring and MetricStaleAfterRestore; MetricStaleLocalMax is
+// the oldest's age.
+const (
+	MetricStaleLocal    = "stale_local_propagation"
+	MetricStaleLocalMax = "stale_local_propagation_max_ms"
+)
+
 // outageWrite is one write of the outage scenario's row: the version it
 // made, when it returned (UnixNano), and who made it.
 type outageWrite struct {
