@@ -48,14 +48,6 @@ type outageTally struct {
 	staleAfterOOB  int64         // of staleAfter, those older only than a plain-SQL write
 	lastStaleAfter time.Duration // restore → the end of the last stale read after it
 	falseNotFound  int64
-
-	// staleLocal counts the reads older only than another process's
-	// write of less than outageLocalWindow ago (the near cache's
-	// propagation delay, see outageLog.propagation), not counted in
-	// staleBefore or staleAfter; staleLocalMax is the oldest's age.
-	staleLocal    int64
-	staleLocalMax time.Duration
-
 	latBefore      []time.Duration
 	latDuring      []time.Duration
 	// latSteady holds the latencies of the requests that began at least
@@ -68,6 +60,12 @@ type outageTally struct {
 	slowBy     [numOutageSteps]int64
 	serials    []string
 	firstErr   error // the first error of a request that began during the fault
+	// staleLocal counts the reads older only than another process's
+	// write of less than outageLocalWindow ago (the near cache's
+	// propagation delay, see outageLog.propagation), not counted in
+	// staleBefore or staleAfter; staleLocalMax is the oldest's age.
+	staleLocal    int64
+	staleLocalMax time.Duration
 }
 
 func (t *outageTally) add(o *outageTally) {
