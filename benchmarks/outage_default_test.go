@@ -29,7 +29,10 @@ func TestOutage_kitDefaultSize(t *testing.T) {
 			after, _ := row.Get(benchmarks.MetricStaleAfterRestore)
 			before, _ := row.Get(benchmarks.MetricStaleDuring)
 			ac, _ := row.Get(benchmarks.MetricAfterCommitErrors)
-			t.Logf("round %d kit/%s: stale after restore %v, before %v, after_commit_errors %v; %s", i, f, after, before, ac, row.Notes)
+			local, _ := row.Get(benchmarks.MetricStaleLocal)
+			localMax, _ := row.Get(benchmarks.MetricStaleLocalMax)
+			t.Logf("round %d kit/%s: stale after restore %v, before %v, near-cache propagation %v (max %.1f ms), after_commit_errors %v; %s",
+				i, f, after, before, local, localMax, ac, row.Notes)
 			if after != 0 {
 				t.Errorf("round %d kit/%s: stale_reads_after_restore = %v", i, f, after)
 			}
