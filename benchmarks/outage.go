@@ -171,8 +171,9 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 			"share of reads served without a DB load back to 90% of its value before the fault (per 200 ms, -1: not within the run)",
 		"stale: a read that returned a version older than one acknowledged to a writer before the read began (repo writes, "+
 			"ErrAfterCommit included); after the restore also older than a plain-SQL write committed before it; "+
-			"a read older only than another process's repo write (nil) returned < 50 ms before it is the near cache's "+
-			"propagation delay (README, Near cache), counted in stale_local_propagation instead",
+			"a read older only than other processes' repo writes (nil) returned less than stale_local_window_ms before it "+
+			"(50 ms, or the p99 latency before the fault if longer) is the near cache's propagation delay (README, Near cache), "+
+			"counted in stale_local_propagation instead",
 		"the simulated processes share one binary, so they share repo's process-wide after-commit retrier")
 	return res, nil
 }

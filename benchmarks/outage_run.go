@@ -60,12 +60,6 @@ type outageTally struct {
 	slowBy     [numOutageSteps]int64
 	serials    []string
 	firstErr   error // the first error of a request that began during the fault
-	// staleLocal counts the reads older only than another process's
-	// write of less than outageLocalWindow ago (the near cache's
-	// propagation delay, see outageLog.propagation), not counted in
-	// staleBefore or staleAfter; staleLocalMax is the oldest's age.
-	staleLocal    int64
-	staleLocalMax time.Duration
 }
 
 func (t *outageTally) add(o *outageTally) {
@@ -81,8 +75,6 @@ func (t *outageTally) add(o *outageTally) {
 	t.staleAfterOOB += o.staleAfterOOB
 	t.lastStaleAfter = max(t.lastStaleAfter, o.lastStaleAfter)
 	t.falseNotFound += o.falseNotFound
-	t.staleLocal += o.staleLocal
-	t.staleLocalMax = max(t.staleLocalMax, o.staleLocalMax)
 	t.latBefore = append(t.latBefore, o.latBefore...)
 	t.latDuring = append(t.latDuring, o.latDuring...)
 	t.latSteady = append(t.latSteady, o.latSteady...)
@@ -183,13 +175,12 @@ func (w *outageWorkload) request(ctx context.Context, pr *outageProc, rng *rand.
 	case it.Version < acked || after && it.Version < oob:
 		s := outageStale{id: id, got: it.Version, acked: acked, oob: oob, proc: pr.idx,
 			begin: begin, end: end, after: after, gateBegin: gateBegin, gateEnd: gateEnd}
-		// Older only than another process's write of a few ms ago:
-		// the near cache's propagation delay (outageLocalWindow), not
-		// a read the recovery must prevent.
+		// Older only than other processes' writes that returned nil:
+		// maybe the near cache's propagation delay, judged at the end
+		// against the run's window (outageLog.settle).
 		if (!after || it.Version >= oob) && w.local {
-			if ok, age := w.truth.log.propagation(id, pr.idx, begin, it.Version); ok {
-				t.staleLocal++
-				t.staleLocalMax = max(t.staleLocalMax, age)
+			if s.local, s.age = w.truth.log.propagation(id, pr.idx, begin, it.Version); s.local {
+				w.truth.log.staleRead(s)
 				return nil
 			}
 		}
@@ -371,13 +362,19 @@ func runOutageFault(ctx context.Context, env *Env, p OutageParams, v outageVaria
 	row.Set(MetricHitRatioBefore, before)
 	row.Set(MetricHitRatioEnd, endRatio)
 	row.Set(MetricRecovery, recoveryMs(samples, before, restoreAt))
+	window := outageLocalWindow(quantile(all.latBefore, 0.99))
+	local := w.truth.log.settle(window, c.restore.Load())
+	all.staleBefore += local.before
+	all.staleAfter += local.after
+	all.lastStaleAfter = max(all.lastStaleAfter, local.lastAfter)
 	row.Set(MetricStaleDuring, float64(all.staleBefore))
 	row.Set(MetricStaleAfterRestore, float64(all.staleAfter))
 	row.Set(MetricStaleAfterRestoreOOB, float64(all.staleAfterOOB))
 	row.Set(MetricLastStaleAfterRestore, float64(all.lastStaleAfter.Milliseconds()))
 	row.Set(MetricFalseNotFound, float64(all.falseNotFound))
-	row.Set(MetricStaleLocal, float64(all.staleLocal))
-	row.Set(MetricStaleLocalMax, ms(all.staleLocalMax))
+	row.Set(MetricStaleLocal, float64(local.local))
+	row.Set(MetricStaleLocalMax, ms(local.localMax))
+	row.Set(MetricStaleLocalWindow, ms(window))
 	var notes []string
 	if all.firstErr != nil {
 		notes = append(notes, "first error during the fault: "+all.firstErr.Error())

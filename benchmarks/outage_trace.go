@@ -9,14 +9,15 @@ import (
 )
 
 // Metrics of the outage scenario's checker: MetricStaleLocal counts the
-// reads (before or after the restore) older only than another process's
-// write returned less than outageLocalWindow before them, the near
+// reads (before or after the restore) older only than other processes'
+// writes returned less than MetricStaleLocalWindow before them, the near
 // cache's propagation delay (README, Near cache), counted apart from
 // MetricStaleDuring and MetricStaleAfterRestore; MetricStaleLocalMax is
-// the oldest's age.
+// the oldest's age (see outageLocalWindow).
 const (
-	MetricStaleLocal    = "stale_local_propagation"
-	MetricStaleLocalMax = "stale_local_propagation_max_ms"
+	MetricStaleLocal       = "stale_local_propagation"
+	MetricStaleLocalMax    = "stale_local_propagation_max_ms"
+	MetricStaleLocalWindow = "stale_local_window_ms"
 )
 
 // outageWrite is one write of the outage scenario's row: the version it
@@ -37,6 +38,10 @@ type outageStale struct {
 	begin, end          int64 // UnixNano
 	after               bool  // began after the restore
 	gateBegin, gateEnd  bool  // Recovering() at begin and end
+	// local: older only than other processes' writes that returned nil,
+	// age ago (see propagation); not yet counted, settle judges it.
+	local bool
+	age   time.Duration
 }
 
 // outageLog keeps every write and every stale read of a run, to say
@@ -109,26 +114,33 @@ func (l *outageLog) describe(fault, restore int64) []string {
 	return out
 }
 
-// outageLocalWindow bounds the near cache's propagation delay the
-// checker allows: a process's near cache learns of another process's
-// write when Redis's invalidation reaches it, a few ms after the write
-// returned (README, Near cache: "Other processes see the write after the
-// propagation delay"; local_invalidation measured at most 10.8 ms on an
-// idle machine). 50 ms leaves room for a loaded one.
-const outageLocalWindow = 50 * time.Millisecond
+// outageLocalFloor is the least propagation delay of the near cache the
+// checker allows (see outageLocalWindow): a process's near cache learns
+// of another process's write when Redis's invalidation reaches it, a few
+// ms after the write returned (README, Near cache: "Other processes see
+// the write after the propagation delay"; local_invalidation measured at
+// most 10.8 ms on an idle machine).
+const outageLocalFloor = 50 * time.Millisecond
+
+// outageLocalWindow is the propagation delay the checker allows in a run:
+// outageLocalFloor, or the p99 latency of the requests before the fault
+// when that is longer (on a loaded machine, the reader's feed goroutine
+// waits to be scheduled as long as a request does).
+func outageLocalWindow(p99Before time.Duration) time.Duration {
+	return max(outageLocalFloor, p99Before)
+}
 
 // propagation reports whether a read of id by process proc, begun at
-// begin (UnixNano) and returning version got, was stale only by the near
+// begin (UnixNano) and returning version got, may be stale by the near
 // cache's propagation delay: every write newer than got that returned
 // before the read began is a repository write of another process that
 // returned nil (its invalidation applied in Redis, so the reader's near
-// cache learns of it from Redis) less than outageLocalWindow before the
-// read began. A plain-SQL write, an ErrAfterCommit write (its
-// invalidation failed: nothing reaches the other near caches until the
-// retry or repo/cdc applies it), the reader's own write (its near cache
-// entry is dropped before the write returns) or an older one is not. It
-// also returns the age of the read: from the return of the first such
-// write to the read's beginning.
+// cache learns of it from Redis). A plain-SQL write, an ErrAfterCommit
+// write (its invalidation failed: nothing reaches the other near caches
+// until the retry or repo/cdc applies it) or the reader's own write (its
+// near cache entry is dropped before the write returns) is not. It also
+// returns the read's age: from the return of the first such write to the
+// read's beginning; settle compares it with the run's window.
 func (l *outageLog) propagation(id int64, proc int, begin, got int64) (ok bool, age time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -137,7 +149,7 @@ func (l *outageLog) propagation(id int64, proc int, begin, got int64) (ok bool, 
 		if w.ver <= got || w.done >= begin {
 			continue
 		}
-		if w.proc < 0 || w.proc == proc || w.afterCommit || time.Duration(begin-w.done) >= outageLocalWindow {
+		if w.proc < 0 || w.proc == proc || w.afterCommit {
 			return false, 0
 		}
 		if first == 0 || w.done < first {
@@ -148,4 +160,40 @@ func (l *outageLog) propagation(id int64, proc int, begin, got int64) (ok bool, 
 		return false, 0
 	}
 	return true, time.Duration(begin - first)
+}
+
+// outageSettled is what settle decided of the reads propagation allowed.
+type outageSettled struct {
+	local     int64         // younger than the window: not stale
+	localMax  time.Duration // the oldest of those
+	before    int64         // older: stale, before the restore
+	after     int64         // older: stale, after the restore
+	lastAfter time.Duration // restore → the end of the last of those after
+}
+
+// settle judges the reads propagation allowed against window: those
+// younger are the near cache's propagation delay (dropped from the stale
+// reads described), the others are stale.
+func (l *outageLog) settle(window time.Duration, restore int64) outageSettled {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var st outageSettled
+	keep := l.stale[:0]
+	for _, s := range l.stale {
+		switch {
+		case !s.local:
+		case s.age < window:
+			st.local++
+			st.localMax = max(st.localMax, s.age)
+			continue
+		case s.after:
+			st.after++
+			st.lastAfter = max(st.lastAfter, time.Duration(s.end-restore))
+		default:
+			st.before++
+		}
+		keep = append(keep, s)
+	}
+	l.stale = keep
+	return st
 }
