@@ -68,7 +68,7 @@ func (l *outageLog) staleRead(s outageStale) {
 }
 
 // outageTraceMax caps the stale reads described in a row's notes.
-const outageTraceMax = 12
+const outageTraceMax = 6
 
 // describe returns one line per stale read (at most outageTraceMax),
 // times in ms from the restore (negative: before it; restore 0: from the
