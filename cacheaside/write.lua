@@ -16,19 +16,29 @@
 -- lsn.go). The new version keeps the higher of the old and new positions,
 -- so that an invalidation that arrives late never lowers it.
 --
+-- The version stored is "<token>#<n>[@<position>]", n counting the writes
+-- since the version key began: a write that Redis runs twice (a command
+-- resent by the client after its reply was lost, landing after another
+-- writer's) never brings back a version a load may still hold, so that
+-- load's fill stays refused.
+--
 -- Returns the number of ids written.
 local n = #KEYS / 2
 for i = 0, n - 1 do
   local key, verKey, a = KEYS[2 * i + 1], KEYS[2 * i + 2], 4 * i
   local ver = ARGV[a + 1]
   local old = redis.call('GET', verKey)
+  local n = 1
   if old then
     local was = string.match(old, '@(%x+)$')
     local now = string.match(ver, '@(%x+)$')
     if was and (not now or was > now) then
       ver = string.match(ver, '^[^@]*') .. '@' .. was
     end
+    n = (tonumber(string.match(old, '#(%d+)')) or 0) + 1
   end
+  local base, at = string.match(ver, '^([^@]*)(.*)$')
+  ver = base .. '#' .. n .. at
   redis.call('SET', verKey, ver, 'PX', ARGV[a + 2])
   if ARGV[a + 3] == '' then
     redis.call('DEL', key)
