@@ -208,9 +208,11 @@ func TestEntity_GetMany_asyncRefresh(t *testing.T) {
 	if err != nil || len(got) != 3 || got["a"].Ver != 1 {
 		t.Fatalf("GetMany past expiry = %v, %v; want the stale values at once", got, err)
 	}
+	// The refresh counts itself once its store has returned: wait for the
+	// count too, not only for the values.
 	waitFor(t, 10*time.Second, func() bool {
 		got, err := e.GetMany(ctx, ids, load)
-		return err == nil && got["a"].Ver == 2 && got["c"].Ver == 2
+		return err == nil && got["a"].Ver == 2 && got["c"].Ver == 2 && e.Stats().Refreshes == 3
 	})
 	mu.Lock()
 	defer mu.Unlock()
