@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,7 +73,9 @@ func (r *failoverRig) cached(t *testing.T, ctx context.Context, id string) (key 
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitInSync(t, ctx, master, replica)
+	if err := r.rc.WaitInSync(ctx, master, replica); err != nil {
+		t.Fatal(err)
+	}
 	return key, master, replica
 }
 
@@ -129,7 +130,9 @@ func testLostInvalidation(t *testing.T, acks int) {
 	key, master, replica := r.cached(t, ctx, "1")
 
 	// The replica stops hearing its master.
-	cutReplica(t, ctx, master, replica)
+	if err := r.rc.CutReplica(ctx, master, replica); err != nil {
+		t.Fatal(err)
+	}
 
 	// The write: the database, then the invalidation, which the master
 	// acknowledges.
@@ -250,67 +253,6 @@ func TestFailover_replicaNeverAcks(t *testing.T) {
 	if u := r.get(t, ctx, "1"); u.Ver != 3 {
 		t.Fatalf("after a new replica synced: Get = %+v, want version 3", u)
 	}
-}
-
-// cutReplica pauses replica and disconnects it from master, and waits
-// until master counts no replica: from then on master's writes reach no
-// replica.
-func cutReplica(t *testing.T, ctx context.Context, master, replica *testcontainers.RedisServer) {
-	t.Helper()
-	if err := replica.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer mc.Close()
-	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, ctx, master.Addr+" has no replica", func() error {
-		info, err := mc.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(info, "connected_slaves:0") {
-			return errors.New("a replica is still connected")
-		}
-		return nil
-	})
-}
-
-// waitInSync waits until replica has processed every write master has.
-func waitInSync(t *testing.T, ctx context.Context, master, replica *testcontainers.RedisServer) {
-	t.Helper()
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
-	defer mc.Close()
-	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
-	defer rc.Close()
-	want, err := replOffset(ctx, mc, "master_repl_offset")
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, ctx, replica.Addr+" in sync", func() error {
-		got, err := replOffset(ctx, rc, "slave_repl_offset")
-		if err != nil {
-			return err
-		}
-		if got < want {
-			return fmt.Errorf("offset %d < %d", got, want)
-		}
-		return nil
-	})
-}
-
-func replOffset(ctx context.Context, c *redis.Client, field string) (int64, error) {
-	info, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in INFO replication", field)
 }
 
 // waitUntil polls check every 10 ms until it returns nil; the test fails
@@ -446,9 +388,13 @@ func testFailoverHistory(t *testing.T, acks int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitInSync(t, ctx, master, replica)
+	if err := h.rig.rc.WaitInSync(ctx, master, replica); err != nil {
+		t.Fatal(err)
+	}
 	onMaster := h.on(t, ctx, master)
-	cutReplica(t, ctx, master, replica)
+	if err := h.rig.rc.CutReplica(ctx, master, replica); err != nil {
+		t.Fatal(err)
+	}
 	h.steps(t, ctx, rnd, 60)
 	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))])
 
