@@ -21,6 +21,12 @@ import (
 // guardedKit returns a Kit over a client that reaches Redis through a
 // fault proxy, with the client settings RecommendedTimeout gives.
 func guardedKit(t *testing.T, guard *asidekit.GuardOptions, cache *cacheaside.Options) (*asidekit.Kit, *faultproxy.Proxy, string) {
+	return guardedKitWith(t, asidekit.Config{Guard: guard, Cache: cache})
+}
+
+// guardedKitWith is guardedKit with cfg's other fields; it sets Namespace
+// and Redis.
+func guardedKitWith(t *testing.T, cfg asidekit.Config) (*asidekit.Kit, *faultproxy.Proxy, string) {
 	t.Helper()
 	r := testcontainers.Redis(t)
 	px, err := faultproxy.New(r.Addrs[0])
@@ -31,7 +37,8 @@ func guardedKit(t *testing.T, guard *asidekit.GuardOptions, cache *cacheaside.Op
 	c := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: asidekit.RecommendedTimeout,
 		ReadTimeout: asidekit.RecommendedTimeout, WriteTimeout: asidekit.RecommendedTimeout, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
-	kit, err := asidekit.New(asidekit.Config{Namespace: r.Namespace + "svc", Redis: c, Guard: guard, Cache: cache})
+	cfg.Namespace, cfg.Redis = r.Namespace+"svc", c
+	kit, err := asidekit.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,20 +221,5 @@ func TestKit_guard_limiterAndSeqgenResume(t *testing.T) {
 
 // guardedKitDB is guardedKit with a database, for Generator.
 func guardedKitDB(t *testing.T, guard *asidekit.GuardOptions, db *gorm.DB) (*asidekit.Kit, *faultproxy.Proxy, string) {
-	t.Helper()
-	r := testcontainers.Redis(t)
-	px, err := faultproxy.New(r.Addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = px.Close() })
-	c := redis.NewClient(&redis.Options{Addr: px.Addr(), DialTimeout: asidekit.RecommendedTimeout,
-		ReadTimeout: asidekit.RecommendedTimeout, WriteTimeout: asidekit.RecommendedTimeout, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	kit, err := asidekit.New(asidekit.Config{Namespace: r.Namespace + "svc", Redis: c, Guard: guard, DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = kit.Close() })
-	return kit, px, r.Namespace
+	return guardedKitWith(t, asidekit.Config{Guard: guard, DB: db})
 }
