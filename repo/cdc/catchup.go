@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/asidekit/asidekit/internal/backoff"
 )
 
 // Position returns the database's current write-ahead log position
@@ -38,8 +35,7 @@ func position(ctx context.Context, conn *pgx.Conn) (LSN, error) {
 
 // CatchUp returns once every transaction committed before the call has
 // been applied to the cache: by this process when it holds the slot, or by
-// the one that does (the slot's confirmed position moves only over
-// applied transactions; the holder reports it every StatusInterval). It
+// the one that does (see Wait: Position, then Wait). It
 // is the readiness check of a service that starts with the Invalidator:
 // rows changed while the service was down are still cached with their
 // old values until the log up to the start has been applied, so call it
@@ -47,36 +43,11 @@ func position(ctx context.Context, conn *pgx.Conn) (LSN, error) {
 // returns ctx's error if ctx ends first, for instance when no process
 // runs the Invalidator.
 func (inv *Invalidator) CatchUp(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, inv.dsn)
-	if err != nil {
-		return ctxErr(ctx, fmt.Errorf("cdc: connect: %w", err))
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	target, err := position(ctx, conn)
+	target, err := inv.Position(ctx)
 	if err != nil {
 		return ctxErr(ctx, err)
 	}
-	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
-	for {
-		if LSN(inv.ctr.applied.Load()) >= target {
-			return nil
-		}
-		var confirmed *string
-		err := conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1",
-			inv.o.Slot).Scan(&confirmed)
-		if err != nil && err != pgx.ErrNoRows {
-			return ctxErr(ctx, fmt.Errorf("cdc: slot position: %w", err))
-		}
-		if confirmed != nil {
-			var lsn LSN
-			if err := lsn.Scan(*confirmed); err == nil && lsn >= target {
-				return nil
-			}
-		}
-		if err := b.Wait(ctx); err != nil {
-			return err
-		}
-	}
+	return inv.Wait(ctx, target)
 }
 
 // ctxErr makes err match ctx's error when ctx has ended: a dial or a

@@ -39,6 +39,11 @@
 // hangs with its connection open keeps the slot until the server's
 // wal_sender_timeout (60 s by default).
 //
+// Any process may wait for a write made around the repositories: Position
+// after it, then Wait. The holder waits for its own applier; another
+// process follows the slot's confirmed position, and its Wait writes a
+// message to the log that makes the holder report at once.
+//
 // While Redis is down the Invalidator keeps its position and retries the
 // same transaction with backoff (up to Options.MaxBackoff); Stats reports
 // the errors and the lag, in bytes of WAL and in seconds since the waiting

@@ -28,3 +28,8 @@ func NoRecoveryGate(inv *Invalidator) {
 	inv.noRecoveryGate = true
 	inv.removeGates()
 }
+
+// NoWaitMessage makes inv's Wait calls write no message to the log (the
+// rule switched off): another process's Wait then returns only at the
+// holder's next regular report.
+func NoWaitMessage(inv *Invalidator) { inv.noWaitMessage = true }

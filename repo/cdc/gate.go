@@ -17,7 +17,8 @@ import (
 // Put returned ErrAfterCommit) all end in the log before that position.
 // Meanwhile reads go to the database, uncached (see
 // cacheaside.RecoveryGate); in a process that stands by, the gate opens
-// once the holder reported the position, within about StatusInterval.
+// once the holder reported the position, which its CatchUp asks for
+// (see Wait).
 // Callers hold inv.mu.
 func (inv *Invalidator) addGates() {
 	if inv.noRecoveryGate {

@@ -42,8 +42,16 @@ type Invalidator struct {
 	pgVersion atomic.Int32 // server_version_num, read by Setup
 
 	waitMu  sync.Mutex    // guards advance
-	advance chan struct{} // closed (and replaced) when Applied moves
+	advance chan struct{} // closed (and replaced) when Applied or the slot's position moves
 	waiters atomic.Int32  // Wait calls in progress
+	watch   slotWatch     // the slot's confirmed position, for Wait calls while another process holds it
+	// reportSoon asks the reader to report the applied position at once:
+	// the applier set it on a Wait call's message (see wait.go).
+	reportSoon atomic.Bool
+	// noWaitMessage, for tests only, makes Wait write no message to the
+	// log: another process's Wait then returns only at the holder's next
+	// regular report.
+	noWaitMessage bool
 
 	// afterApply, when set (by tests), runs after a transaction's changes
 	// were applied and before its position counts as applied; an error
@@ -214,38 +222,4 @@ func (l *runLog) recovered(what string) {
 			"slot", l.slot, "failed_attempts", l.attempts)
 	}
 	l.attempts, l.told = 0, false
-}
-
-// Wait returns once every transaction that committed before lsn (from
-// pg_current_wal_lsn() after a write, for instance) has been applied to
-// the cache by this Invalidator, or ctx is done. It is the barrier for
-// reading an out-of-band write through the cache.
-func (inv *Invalidator) Wait(ctx context.Context, lsn LSN) error {
-	inv.waiters.Add(1)
-	defer inv.waiters.Add(-1)
-	for {
-		inv.waitMu.Lock()
-		ch := inv.advance
-		inv.waitMu.Unlock()
-		if LSN(inv.ctr.applied.Load()) >= lsn {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// setApplied records that everything up to lsn is applied.
-func (inv *Invalidator) setApplied(lsn LSN) {
-	if LSN(inv.ctr.applied.Load()) >= lsn {
-		return
-	}
-	inv.ctr.applied.Store(uint64(lsn))
-	inv.waitMu.Lock()
-	close(inv.advance)
-	inv.advance = make(chan struct{})
-	inv.waitMu.Unlock()
 }

@@ -38,13 +38,18 @@ type reader struct {
 	err   error // why run ended, when ctx did not end it
 
 	nextStatus time.Time
+	// waitMsg: another process's Wait message was passed to the applier
+	// and its position is not reported yet; the reader looks for the
+	// applier's reportSoon every waitPoll meanwhile.
+	waitMsg bool
 }
 
 func (r *reader) run(ctx context.Context) {
 	defer close(r.items)
 	r.nextStatus = time.Now().Add(r.inv.o.StatusInterval)
 	for ctx.Err() == nil {
-		if !time.Now().Before(r.nextStatus) {
+		if !time.Now().Before(r.nextStatus) || r.inv.reportSoon.Swap(false) {
+			r.waitMsg = false
 			if r.err = r.status(false); r.err != nil {
 				return
 			}
@@ -54,7 +59,7 @@ func (r *reader) run(ctx context.Context) {
 		// position: its keepalive moves Applied past WAL that holds
 		// nothing for us.
 		wait := time.Until(r.nextStatus)
-		if r.inv.waiters.Load() > 0 {
+		if r.inv.waiters.Load() > 0 || r.waitMsg {
 			wait = min(wait, waitPoll)
 		}
 		rctx, cancel := context.WithTimeout(ctx, max(wait, waitPoll))
@@ -119,6 +124,7 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 			// Its content points into the connection's read buffer, which
 			// the next receive reuses (tuple data is copied by the decoder).
 			m.Content = bytes.Clone(m.Content)
+			r.waitMsg = r.waitMsg || m.Prefix == waitPrefix && string(m.Content) == r.inv.o.Slot
 		}
 		return r.send(ctx, item{msg: msg})
 	}

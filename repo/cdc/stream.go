@@ -49,7 +49,10 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		return false, fmt.Errorf("cdc: start replication: %w", err)
 	}
 	inv.ctr.active.Store(true)
-	defer inv.ctr.active.Store(false)
+	defer func() {
+		inv.ctr.active.Store(false)
+		inv.wake() // a Wait that relied on this process now follows the slot
+	}()
 	inv.mu.Lock()
 	tables, targets := inv.tables, append([]rowchange.Table(nil), inv.targets...)
 	inv.mu.Unlock()
@@ -152,10 +155,14 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 			}
 		}
 	case *pglogrepl.LogicalDecodingMessage:
-		if m.Prefix == invalidateAllPrefix && string(m.Content) == a.inv.o.Slot {
+		switch {
+		case string(m.Content) != a.inv.o.Slot:
+		case m.Prefix == invalidateAllPrefix:
 			// The slot was recreated (recreateSlot): changes are lost.
 			a.truncs = append(a.truncs, a.targets...)
 			a.warms = append(a.warms, a.targets...)
+		case m.Prefix == waitPrefix && !m.Transactional && !a.inTxn:
+			return a.waited(ctx, m.LSN)
 		}
 	case *pglogrepl.CommitMessage:
 		a.inTxn = false
@@ -165,6 +172,21 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 		a.txns++
 		a.end = m.TransactionEndLSN
 	}
+	return nil
+}
+
+// waited handles another process's Wait message, written to the log at
+// lsn: every transaction that committed before it has been received, so
+// once they are applied lsn counts as applied, and the reader reports it
+// at once (see waitPrefix).
+func (a *applier) waited(ctx context.Context, lsn LSN) error {
+	if a.txns > 0 {
+		if err := a.apply(ctx); err != nil {
+			return err
+		}
+	}
+	a.inv.setApplied(lsn)
+	a.inv.reportSoon.Store(true)
 	return nil
 }
 
