@@ -80,7 +80,9 @@ peers:
 
 ## chaos: asidechaos (the module chaos/) on real servers: PostgreSQL named by
 ## ASIDEKIT_POSTGRES_DSN (it creates and drops a database of its own there)
-## and two private redis-server processes from PATH. Four minutes of faults,
+## and private servers from PATH: two redis-server processes, a Redis
+## Cluster (the failover phase), a PostgreSQL primary and streaming replica
+## (the replica phase: initdb, pg_basebackup, postgres). Four minutes of faults,
 ## about five in all; prints the table of checks and exits 1 on a violation,
 ## writing the failing history to out/chaos. CHAOSFLAGS=-ci for the
 ## one-minute CI version, CHAOSFLAGS='-seed N' to replay a run.

@@ -52,7 +52,17 @@
 //     3-master + 3-replica Redis Cluster from PATH (failover.go): the
 //     workload on rows of its own with cacheaside.Options.ReplicaAcks 1,
 //     a master's replica cut off, the master killed and the replica
-//     promoted; its history is checked by the reads and recovery checks.
+//     promoted; its history is checked by the reads and recovery checks;
+//   - replica: then a phase of its own on a private PostgreSQL primary and
+//     streaming replica from PATH, 200 ms behind (replica.go): every
+//     process's repository loads its misses from the replica, through
+//     dbresolver or repo.Options.ReadDB, while the workload runs on rows of
+//     its own and the seed's faults change the apply delay (0, 300 ms,
+//     1 s), pause the replay (writes and reads of other processes right
+//     then) and cut a process's link to the replica (its loads go to the
+//     primary); its history is checked by the reads and recovery checks
+//     (with the replay-position check off, testswitch.ReplicaLSNOff, it
+//     fails).
 //
 // A violation writes the operations around it, the faults and the seed to a
 // file; the same seed replays the same fault schedule and the same choices

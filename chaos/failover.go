@@ -48,7 +48,7 @@ type failoverPhase struct {
 // ErrAfterCommit write (checkRecovery).
 func (rn *run) failover(ctx context.Context) failoverPhase {
 	fr := &run{cfg: rn.cfg, clk: rn.clk, env: rn.env, keys: map[int64]*keyState{}}
-	ph := failoverPhase{errs: counts{}}
+	ph := failoverPhase{}
 	rc, err := testcontainers.StartReplicatedCluster()
 	if err != nil {
 		ph.err = fmt.Errorf("chaos: the failover phase's Cluster: %w", err)
@@ -63,15 +63,9 @@ func (rn *run) failover(ctx context.Context) failoverPhase {
 	for k := 0; k < failoverRows; k++ {
 		rows = append(rows, Item{ID: failoverBase + int64(k), Version: 1, Payload: "v1"})
 	}
-	start := fr.clk.now()
-	if err := rn.env.db.WithContext(ctx).Create(&rows).Error; err != nil {
+	if err := fr.seedItems(ctx, rn.env.db, rows); err != nil {
 		ph.err = err
 		return ph
-	}
-	end := fr.clk.now()
-	for _, r := range rows {
-		fr.keys[r.ID] = &keyState{ver: 1}
-		fr.hist.add(Op{Proc: -1, Kind: OpPut, Keys: []int64{r.ID}, Versions: []int64{1}, Start: start, End: end, Applied: Yes}, nil)
 	}
 
 	db, err := openDB(rn.env.dsnVia(rn.env.pgAddr), 8)
@@ -135,20 +129,28 @@ func (rn *run) failover(ctx context.Context) failoverPhase {
 	if ph.err != nil {
 		return ph
 	}
-	ops := fr.hist.all()
+	ph.reads, ph.vs, ph.errs = checkPhase(fr.hist.all(), "failover")
+	return ph
+}
+
+// checkPhase checks the history of a phase after the main run as the main
+// run's is checked, by checkReads and checkRecovery (no Redis fault to
+// heal), and names the violations' check. It returns the reads checked,
+// the violations and the operations' errors by kind.
+func checkPhase(ops []Op, check string) (reads int, vs []Violation, errs counts) {
+	errs = counts{}
 	for _, op := range ops {
 		if op.ErrKind != "" {
-			ph.errs[op.ErrKind]++
+			errs[op.ErrKind]++
 		}
 	}
-	reads, vs := checkReads(ops)
-	_, _, rvs := checkRecovery(ops, nil)
-	for _, v := range append(vs, rvs...) {
-		v.Check = "failover"
-		ph.vs = append(ph.vs, v)
+	reads, rvs := checkReads(ops)
+	_, _, cvs := checkRecovery(ops, nil)
+	for _, v := range append(rvs, cvs...) {
+		v.Check = check
+		vs = append(vs, v)
 	}
-	ph.reads = reads
-	return ph
+	return reads, vs, errs
 }
 
 // failOver cuts the first master's replica off, kills the master after

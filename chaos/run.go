@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/asidekit/asidekit/schema"
 )
 
@@ -152,6 +154,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, ph.err
 	}
 	rep.addFailover(ph)
+	rn.logf("replica phase: a PostgreSQL primary + streaming replica from PATH")
+	rph := rn.replica(ctx)
+	if rph.err != nil {
+		return nil, rph.err
+	}
+	rep.addReplica(rph)
 	if len(rep.Violations) > 0 {
 		if rep.FailureFile, err = rn.writeFailure(rep); err != nil {
 			return rep, err
@@ -169,14 +177,20 @@ func (rn *run) seedRows(ctx context.Context) error {
 		}
 		rows = append(rows, Item{ID: hotID(si), Version: 1, Payload: "v1"})
 	}
+	return rn.seedItems(ctx, rn.env.db, rows)
+}
+
+// seedItems inserts rows through db and records each as a write of its
+// version by no process.
+func (rn *run) seedItems(ctx context.Context, db *gorm.DB, rows []Item) error {
 	start := rn.clk.now()
-	if err := rn.env.db.WithContext(ctx).Create(&rows).Error; err != nil {
+	if err := db.WithContext(ctx).Create(&rows).Error; err != nil {
 		return err
 	}
 	end := rn.clk.now()
 	for _, r := range rows {
-		rn.keys[r.ID] = &keyState{ver: 1}
-		rn.hist.add(Op{Proc: -1, Kind: OpPut, Keys: []int64{r.ID}, Versions: []int64{1}, Start: start, End: end, Applied: Yes}, nil)
+		rn.keys[r.ID] = &keyState{ver: r.Version}
+		rn.hist.add(Op{Proc: -1, Kind: OpPut, Keys: []int64{r.ID}, Versions: []int64{r.Version}, Start: start, End: end, Applied: Yes}, nil)
 	}
 	return nil
 }

@@ -80,12 +80,16 @@ func (rn *run) read(proc int, r *repo.Repository[Item, int64], id int64) {
 }
 
 func (w *repoWorker) getMany(si int) {
-	ids := []int64{w.pick(si), w.pick(si), w.pick(si)}
+	w.run.readMany(w.p.id, w.p.items[si], []int64{w.pick(si), w.pick(si), w.pick(si)})
+}
+
+// readMany records one GetMany of ids through r.
+func (rn *run) readMany(proc int, r *repo.Repository[Item, int64], ids []int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	op := Op{Proc: w.p.id, Kind: OpGetMany, Keys: ids, Start: w.run.clk.now()}
-	got, err := w.p.items[si].GetMany(ctx, ids)
-	op.End = w.run.clk.now()
+	op := Op{Proc: proc, Kind: OpGetMany, Keys: ids, Start: rn.clk.now()}
+	got, err := r.GetMany(ctx, ids)
+	op.End = rn.clk.now()
 	if err == nil {
 		for _, id := range ids {
 			v, ok := got[id]
@@ -95,7 +99,7 @@ func (w *repoWorker) getMany(si int) {
 			op.Versions = append(op.Versions, v.Version)
 		}
 	}
-	w.run.hist.add(op, err)
+	rn.hist.add(op, err)
 }
 
 func (w *repoWorker) write(kind Kind, si int, id int64) {

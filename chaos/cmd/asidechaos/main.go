@@ -1,7 +1,9 @@
 // Command asidechaos runs asidekit's fault-injection suite (package chaos)
 // against real servers: PostgreSQL named by -pg or ASIDEKIT_POSTGRES_DSN
-// (the run creates and drops a database of its own there) and two private
-// redis-server processes started from PATH. It prints the table of checks
+// (the run creates and drops a database of its own there) and private
+// servers started from PATH: two redis-server processes, a Redis Cluster
+// for the failover phase, a PostgreSQL primary and streaming replica for
+// the replica phase. It prints the table of checks
 // and exits 1 when a check found a violation, writing the failing history
 // with the seed that replays it.
 //
