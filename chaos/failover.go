@@ -29,6 +29,7 @@ const (
 type failoverPhase struct {
 	acks  int // the caches' ReplicaAcks
 	reads int
+	ops   []Op // the phase's history
 	vs    []Violation
 	errs  counts
 	note  string
@@ -129,7 +130,8 @@ func (rn *run) failover(ctx context.Context) failoverPhase {
 	if ph.err != nil {
 		return ph
 	}
-	ph.reads, ph.vs, ph.errs = checkPhase(fr.hist.all(), "failover")
+	ph.ops = fr.hist.all()
+	ph.reads, ph.vs, ph.errs = checkPhase(ph.ops, "failover")
 	return ph
 }
 

@@ -39,6 +39,7 @@ const (
 type replicaPhase struct {
 	strategy cacheaside.Strategy
 	reads    int
+	ops      []Op // the phase's history
 	vs       []Violation
 	errs     counts
 	faults   []Fault        // as applied, on the run's clock
@@ -91,7 +92,8 @@ func (rn *run) replica(ctx context.Context) replicaPhase {
 	if ph.err != nil {
 		return ph
 	}
-	ph.reads, ph.vs, ph.errs = checkPhase(fr.hist.all(), "replica")
+	ph.ops = fr.hist.all()
+	ph.reads, ph.vs, ph.errs = checkPhase(ph.ops, "replica")
 	return ph
 }
 

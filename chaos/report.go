@@ -217,11 +217,15 @@ type failureWindow struct {
 const window = 2 * time.Second
 
 func (rn *run) writeFailure(rep *Report) (string, error) {
-	ops := rn.hist.all()
+	runOps := rn.hist.all()
 	f := failure{Seed: rep.Seed, Replay: replayCommand(rep.Seed, rn.cfg)}
 	for i, v := range rep.Violations {
 		if i == 20 {
 			break
+		}
+		ops := runOps
+		if phase, ok := rn.phaseOps[v.Check]; ok {
+			ops = phase
 		}
 		fw := failureWindow{Violation: v, Window: [2]time.Duration{v.At - window, v.At + window}}
 		involved := map[int]bool{}

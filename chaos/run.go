@@ -79,6 +79,10 @@ type run struct {
 	keys  map[int64]*keyState
 	inj   *injector
 	lists *listWorkload
+	// phaseOps are the histories of the phases after the main run, by the
+	// Check of their violations (writeFailure looks their operations up
+	// there).
+	phaseOps map[string][]Op
 }
 
 func (rn *run) logf(format string, args ...any) {
@@ -160,6 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, rph.err
 	}
 	rep.addReplica(rph)
+	rn.phaseOps = map[string][]Op{"failover": ph.ops, "replica": rph.ops}
 	if len(rep.Violations) > 0 {
 		if rep.FailureFile, err = rn.writeFailure(rep); err != nil {
 			return rep, err
