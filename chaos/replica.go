@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"strings"
@@ -53,14 +54,14 @@ type replicaPhase struct {
 // whose misses may load from the replica, reached through a proxy of its
 // own (cut by FaultReplicaCut).
 type replicaProc struct {
-	id       int
-	resolver bool              // dbresolver routes reads; else Options.ReadDB
-	link     *faultproxy.Proxy // to the replica
-	db       *gorm.DB          // the primary (with dbresolver registered when resolver)
-	readDB   *gorm.DB          // the replica through link, without resolver
-	rdb      *redis.Client
-	cache    *cacheaside.Cache
-	items    *repo.Repository[Item, int64]
+	id      int
+	link    *faultproxy.Proxy      // to the replica
+	db      *gorm.DB               // the primary
+	routing *dbresolver.DBResolver // registered on db for even ids; else readDB
+	readDB  *gorm.DB               // the replica through link: Options.ReadDB for odd ids
+	rdb     *redis.Client
+	cache   *cacheaside.Cache
+	items   *repo.Repository[Item, int64]
 }
 
 // replica runs, after the main run, a phase of its own on a private
@@ -164,7 +165,7 @@ func (fr *run) replicaRun(ctx context.Context, sr *testcontainers.StreamingRepli
 	for _, p := range procs {
 		s := p.items.ReadStats()
 		sum := &ph.readDB
-		if p.resolver {
+		if p.routing != nil {
 			sum = &ph.resolver
 		}
 		addReadStats(sum, s)
@@ -224,7 +225,7 @@ func (fr *run) replicaSweep(procs []*replicaProc) {
 // and Options.ReadDB for odd ones, with a Cache of its own on the run's
 // cache Redis.
 func newReplicaProc(id int, e *env, primaryDSN string, replica url.URL, s cacheaside.Strategy) (p *replicaProc, err error) {
-	p = &replicaProc{id: id, resolver: id%2 == 0}
+	p = &replicaProc{id: id}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -239,9 +240,9 @@ func newReplicaProc(id int, e *env, primaryDSN string, replica url.URL, s cachea
 		return nil, err
 	}
 	o := &repo.Options{Name: "replica", Policy: policy(s), AfterCommitErrors: true}
-	if p.resolver {
-		r := dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(replicaDSN)}})
-		if err = p.db.Use(r.SetMaxOpenConns(6)); err != nil {
+	if id%2 == 0 {
+		p.routing = dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(replicaDSN)}})
+		if err = p.db.Use(p.routing.SetMaxOpenConns(6)); err != nil {
 			return nil, err
 		}
 	} else {
@@ -270,6 +271,17 @@ func (p *replicaProc) close() {
 	}
 	if p.rdb != nil {
 		_ = p.rdb.Close()
+	}
+	if p.routing != nil {
+		// dbresolver's pools: the replica's is its own (closing the
+		// *gorm.DB's below does not close it); the primary's is closed
+		// twice, which is harmless.
+		_ = p.routing.Call(func(pool gorm.ConnPool) error {
+			if c, ok := pool.(io.Closer); ok {
+				_ = c.Close()
+			}
+			return nil
+		})
 	}
 	for _, db := range []*gorm.DB{p.db, p.readDB} {
 		if db == nil {
