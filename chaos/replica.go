@@ -71,7 +71,7 @@ type replicaProc struct {
 // register dbresolver on their *gorm.DB, the odd ones give the replica as
 // repo.Options.ReadDB. Their workers read and write rows of their own
 // while the seed's faults change the apply delay, pause the replay (and
-// right then write every row through one process and read it through
+// right then write rows through one process and read each through
 // another: the window a load from the lagging replica would fill with the
 // old row) and cut a process's link to the replica (its loads go to the
 // primary). Once the replica has replayed everything, every process reads
