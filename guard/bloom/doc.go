@@ -89,6 +89,12 @@
 // is trusted; Stats counts the untrusted shards (UntrustedShards) and the
 // answers they turned into "maybe" (UntrustedChecks).
 //
+// Distrust takes the trust away on purpose: a caller that knows a key may
+// have entered the source without being added (an insert whose generated
+// key was lost with the database's reply) drops every shard's marker, and
+// supersedes a rebuild under way, so that checks answer "maybe" until the
+// next Rebuild reads the source again.
+//
 // With Options.Source (the full set of keys, e.g. every id of a table),
 // the filter repairs itself: a check or Ready that meets an untrusted
 // shard starts Rebuild(ctx, Source) in the background and returns at

@@ -40,6 +40,10 @@ var (
 	statsLua    string
 	statsScript = script.New(statsLua)
 
+	//go:embed distrust.lua
+	distrustLua    string
+	distrustScript = script.New(distrustLua)
+
 	//go:embed lease.lua
 	leaseLua    string
 	leaseScript = script.New(leaseLua)
