@@ -22,15 +22,22 @@ type Adder interface {
 	AddMany(ctx context.Context, keys []string) error
 }
 
+// Distruster is a Bloom filter (*bloom.Filter) that can be told to stop
+// trusting its "absent" answers until its next rebuild.
+type Distruster interface {
+	Distrust(ctx context.Context) error
+}
+
 // Work is cache work that follows committed writes: keys to add to
-// filters and ids to invalidate, merged by target, so that a transaction
+// filters, ids to invalidate and filters to distrust, merged by target, so that a transaction
 // of a thousand writes costs one pipelined AddMany and one pipelined
 // Invalidate per target, not two thousand round trips. The zero Work is
 // empty and ready; it is not safe for concurrent use.
 type Work struct {
-	targets []any // *addTarget or *invTarget, in first-use order
+	targets []any // *addTarget, *invTarget or *distrustTarget, in first-use order
 	adds    map[Adder]*addTarget
 	invs    map[Invalidator]*invTarget
+	dists   map[Distruster]bool
 	n       int    // ids and keys queued
 	lsn     uint64 // write position behind the work (SetLSN); 0: unknown
 }
@@ -53,6 +60,11 @@ type addTarget struct {
 type invTarget struct {
 	e   Invalidator
 	ids []string
+}
+
+type distrustTarget struct {
+	f    Distruster
+	name string
 }
 
 // Len returns the number of ids and keys queued.
@@ -97,6 +109,20 @@ func (w *Work) Invalidate(e Invalidator, ids ...string) {
 	w.n += len(ids)
 }
 
+// Distrust queues the distrust of filter f (named name in errors), once
+// however often it is queued; it counts as one key in Len.
+func (w *Work) Distrust(f Distruster, name string) {
+	if w.dists[f] {
+		return
+	}
+	if w.dists == nil {
+		w.dists = map[Distruster]bool{}
+	}
+	w.dists[f] = true
+	w.targets = append(w.targets, &distrustTarget{f: f, name: name})
+	w.n++
+}
+
 // Merge appends o's work to w's.
 func (w *Work) Merge(o *Work) {
 	w.SetLSN(o.lsn)
@@ -106,6 +132,8 @@ func (w *Work) Merge(o *Work) {
 			w.Add(t.f, t.name, t.keys...)
 		case *invTarget:
 			w.Invalidate(t.e, t.ids...)
+		case *distrustTarget:
+			w.Distrust(t.f, t.name)
 		}
 	}
 }
@@ -148,6 +176,8 @@ func (w *Work) Try(ctx context.Context) (failed *Work, err error) {
 			failed.Add(t.f, t.name, t.keys...)
 		case *invTarget:
 			failed.Invalidate(t.e, t.ids...)
+		case *distrustTarget:
+			failed.Distrust(t.f, t.name)
 		}
 	}
 	return failed, errors.Join(errs...)
@@ -162,6 +192,10 @@ func runTarget(ctx context.Context, t any) error {
 	case *invTarget:
 		if err := t.e.Invalidate(ctx, t.ids...); err != nil {
 			return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(t.ids), t.e.Name(), err)
+		}
+	case *distrustTarget:
+		if err := t.f.Distrust(ctx); err != nil {
+			return fmt.Errorf("repo: distrust filter %s: %w", t.name, err)
 		}
 	}
 	return nil

@@ -44,3 +44,32 @@ func TestWork_Try(t *testing.T) {
 		t.Fatalf("Try again = %v, %v (down got %v)", again, err, down.got)
 	}
 }
+
+// filter distrusts by failing with err, or succeeding when it is nil.
+type filter struct {
+	err   error
+	calls int
+}
+
+func (f *filter) Distrust(context.Context) error { f.calls++; return f.err }
+
+// A distrust is queued once however often it is asked for, survives a
+// Merge, and is handed back to retry when it fails.
+func TestWork_Distrust(t *testing.T) {
+	f := &filter{err: errors.New("i/o timeout")}
+	var w, other Work
+	w.Distrust(f, "users")
+	other.Distrust(f, "users")
+	w.Merge(&other)
+	if w.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", w.Len())
+	}
+	failed, err := w.Try(context.Background())
+	if err == nil || failed == nil || failed.Len() != 1 || f.calls != 1 {
+		t.Fatalf("Try = %v work, %v, %d calls; want the distrust back", failed, err, f.calls)
+	}
+	f.err = nil
+	if again, err := failed.Try(context.Background()); again != nil || err != nil || f.calls != 2 {
+		t.Fatalf("Try again = %v, %v, %d calls", again, err, f.calls)
+	}
+}
