@@ -37,12 +37,23 @@ const (
 )
 
 // AfterCommitStats counts the cache upkeep that failed after commits, in
-// this process.
+// this process, and the upkeep of writes whose commit may have happened.
 type AfterCommitStats struct {
 	Failures int64 // writes whose upkeep failed after the commit
 	Retried  int64 // ids and keys that a background retry then applied
 	Dropped  int64 // ids and keys dropped: the retry queue was full
 	Pending  int   // ids and keys awaiting a retry now
+
+	// Unknown counts the writes and transactions whose database call
+	// failed with the outcome unknown (a reply lost with the connection, a
+	// context that ended meanwhile): they returned their error, after the
+	// upkeep they would have done on success.
+	Unknown int64
+	// Distrusts counts the Creates of unknown outcome whose generated
+	// primary key was lost with the reply: the primary-key Bloom filter was
+	// made untrusted (bloom's Distrust), so that it answers "maybe" until
+	// it has rebuilt itself from the table.
+	Distrusts int64
 }
 
 // upkeepRetrier retries failed after-commit work in the background, one
@@ -53,6 +64,7 @@ type upkeepRetrier struct {
 	running bool
 
 	failures, retried, dropped atomic.Int64
+	unknown, distrusts         atomic.Int64 // AfterCommitStats.Unknown, Distrusts
 }
 
 var retrier upkeepRetrier
@@ -69,6 +81,9 @@ func GetAfterCommitStats() AfterCommitStats {
 		Retried:  r.retried.Load(),
 		Dropped:  r.dropped.Load(),
 		Pending:  pending,
+
+		Unknown:   r.unknown.Load(),
+		Distrusts: r.distrusts.Load(),
 	}
 }
 

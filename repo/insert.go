@@ -61,7 +61,7 @@ func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, err
 	}
 	res := r.conn(ctx).Clauses(clause.OnConflict{Columns: cols, DoNothing: true}).Create(v)
 	if res.Error != nil {
-		return false, wrapErr(subject(u.name, uk)+": insert", dbErr(res.Error))
+		return false, r.writeFailed(ctx, wrapErr(subject(u.name, uk)+": insert", dbErr(res.Error)), rowChange{after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 {
 		return false, nil

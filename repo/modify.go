@@ -47,7 +47,8 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 	var rows []T
 	res := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
 	if res.Error != nil {
-		return wrapErr(subject(r.c.name, key)+": update columns", dbErr(res.Error))
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update columns", dbErr(res.Error)),
+			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, r.c.valuesOf(ctx, v, columns))})
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		return notFoundErr(r.c.name, key)
@@ -103,7 +104,8 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	}
 	res := q.Updates(cols)
 	if res.Error != nil {
-		return zero, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error))
+		return zero, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
+			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		var n int64

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // Tx is a database transaction that holds back cache upkeep until it
@@ -31,21 +32,32 @@ type Tx struct {
 //
 // The error is fn's or the commit's. Cache upkeep that fails after the
 // commit is retried in the background and counted (GetAfterCommitStats),
-// never returned: the transaction committed.
+// never returned: the transaction committed. A commit whose outcome is
+// unknown (its reply lost with the connection, or the context ended while
+// it was in flight) runs the queued upkeep too, as if it had committed,
+// then returns its error.
 func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts ...*sql.TxOptions) error {
 	if db == nil || fn == nil {
 		return errors.New("repo: Transaction needs a *gorm.DB and a function")
 	}
 	var tx *Tx
+	var fnErr error
 	err := db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		tx = &Tx{db: g}
-		return fn(tx)
+		fnErr = fn(tx)
+		return fnErr
 	}, opts...)
 	if tx == nil { // Begin failed
 		return err
 	}
 	after := tx.finish()
-	if err != nil {
+	switch {
+	case err == nil:
+	case fnErr == nil && unknownOutcome(err) && !testswitch.UnknownUpkeepOff.Load():
+		// fn succeeded and the COMMIT's outcome is unknown.
+		unknownUpkeep(ctx, db, &after)
+		return err
+	default:
 		return err
 	}
 	if after.Len() > 0 || tracking(ctx) {

@@ -40,7 +40,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	}
 	if !hasID || r.c.softDel == nil {
 		if err := r.conn(ctx).Create(v).Error; err != nil {
-			return wrapErr(r.c.name+": create", dbErr(err))
+			return r.writeFailed(ctx, wrapErr(r.c.name+": create", dbErr(err)), rowChange{after: r.c.keysWritten(ctx, v)})
 		}
 		return r.upkeep(ctx, nil, v)
 	}
@@ -53,7 +53,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 		}}},
 	}).Create(v)
 	if res.Error != nil {
-		return wrapErr(subject(r.c.name, key)+": create", dbErr(res.Error))
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": create", dbErr(res.Error)), rowChange{after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 {
 		return wrapErr(subject(r.c.name, key)+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
@@ -79,7 +79,8 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	}
 	res := r.conn(ctx).Select("*").Save(v)
 	if res.Error != nil {
-		return wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error))
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error)),
+			rowChange{before: r.existing(before, key), after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
@@ -122,7 +123,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 		UpdateAll: true,
 	}, clause.Returning{}).Create(v).Error
 	if err != nil {
-		return wrapErr(subject(r.c.name, key)+": put", dbErr(err))
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", dbErr(err)), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
 	}
 	return r.upkeep(ctx, before, v)
 }
@@ -142,7 +143,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	}
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
-		return wrapErr(subject(r.c.name, key)+": delete", res.Error)
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": delete", res.Error), rowChange{before: r.existing(before, key)})
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
