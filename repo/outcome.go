@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
 
@@ -40,9 +41,10 @@ var refusals = []error{
 // server answered with an error (PostgreSQL's SQLSTATE, SQLite's result
 // code), except the codes of a session that is ending (classes 08 and
 // 57P: the server may have committed before it said so), and when the
-// error is a refusal (a constraint, input GORM rejects). Everything else
-// is unknown: a connection error, a timeout, an ended context, a hook's
-// error (a hook cannot be told from the statement it wraps).
+// error is a refusal (a constraint, input GORM rejects), or a failure to
+// connect (nothing was sent). Everything else is unknown: a connection
+// that broke, a timeout, an ended context, a hook's error (a hook cannot
+// be told from the statement it wraps).
 func unknownOutcome(err error) bool {
 	if err == nil {
 		return false
@@ -51,6 +53,9 @@ func unknownOutcome(err error) bool {
 		if errors.Is(err, r) {
 			return false
 		}
+	}
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		return false
 	}
 	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
 	if errors.As(err, &pg) {

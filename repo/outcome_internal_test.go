@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,6 +30,8 @@ func TestUnknownOutcome(t *testing.T) {
 		{"statement cancelled", pg("57014"), false},
 		{"gorm refusal", fmt.Errorf("x: %w", gorm.ErrMissingWhereClause), false},
 		{"transaction over", sql.ErrTxDone, false},
+		{"no connection", fmt.Errorf("failed to connect: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), false},
+		{"connection reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
 		{"connection failure reported by the server", pg("08006"), true},
 		{"backend terminated", pg("57P01"), true},
 		{"reply lost", fmt.Errorf("create: %w", io.ErrUnexpectedEOF), true},

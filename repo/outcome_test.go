@@ -121,10 +121,17 @@ func checkUnknownCreate(t *testing.T, id int64, skipTx bool) (problems []string)
 	return problems
 }
 
+// How checkUnknownUpdate moves its row.
+const (
+	byUpdate = iota
+	byUpdateInTx
+	byModify
+)
+
 // checkUnknownUpdate moves a cached row to another category with the
 // reply to the COMMIT lost, then reads the row and both categories'
-// cached lists; inTx makes the write one of a Transaction.
-func checkUnknownUpdate(t *testing.T, inTx bool) (problems []string) {
+// cached lists; how says which write moves it.
+func checkUnknownUpdate(t *testing.T, how int) (problems []string) {
 	e := newEnv(t)
 	if err := e.db.AutoMigrate(&qitem{}); err != nil {
 		t.Fatal(err)
@@ -152,12 +159,16 @@ func checkUnknownUpdate(t *testing.T, inTx bool) (problems []string) {
 	}
 
 	moved := qitem{ID: 1, CategoryID: 2, CreatedAt: t0, Price: 200}
-	write := func() error { return items.Update(ctx, &moved) }
-	if inTx {
-		write = func() error {
+	write := map[int]func() error{
+		byUpdate: func() error { return items.Update(ctx, &moved) },
+		byUpdateInTx: func() error {
 			return repo.Transaction(ctx, l.db, func(tx *repo.Tx) error { return items.WithTx(tx).Update(ctx, &moved) })
-		}
-	}
+		},
+		byModify: func() error {
+			_, err := items.Modify(ctx, 1, map[string]any{"category_id": 2, "price": gorm.Expr("price + 100")})
+			return err
+		},
+	}[how]
 	t.Logf("Update with the reply lost: %v", l.loseReply(t, write))
 	var stored qitem
 	if err := e.db.Take(&stored, 1).Error; err != nil || stored.Price != 200 {
@@ -179,8 +190,9 @@ var unknownChecks = map[string]func(t *testing.T) []string{
 	"create client id":            func(t *testing.T) []string { return checkUnknownCreate(t, 7, false) },
 	"create generated id":         func(t *testing.T) []string { return checkUnknownCreate(t, 0, false) },
 	"create generated id lost":    func(t *testing.T) []string { return checkUnknownCreate(t, 0, true) },
-	"update cached row and lists": func(t *testing.T) []string { return checkUnknownUpdate(t, false) },
-	"transaction of the update":   func(t *testing.T) []string { return checkUnknownUpdate(t, true) },
+	"update cached row and lists": func(t *testing.T) []string { return checkUnknownUpdate(t, byUpdate) },
+	"transaction of the update":   func(t *testing.T) []string { return checkUnknownUpdate(t, byUpdateInTx) },
+	"modify cached row and lists": func(t *testing.T) []string { return checkUnknownUpdate(t, byModify) },
 }
 
 func TestWrite_unknownOutcome(t *testing.T) {
