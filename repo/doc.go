@@ -57,10 +57,23 @@
 // logged (GetAfterCommitStats); Options.AfterCommitErrors returns an error
 // matching ErrAfterCommit instead.
 //
-// Writes that bypass the repository (plain SQL, other services, a write
-// whose COMMIT reply was lost) invalidate nothing; package repo/cdc follows
-// PostgreSQL's WAL and applies them by the same rule as the repository's
-// own writes.
+// A write whose database call fails without proving that nothing was
+// written (the connection broke, or the context ended, while the
+// statement or its COMMIT was in flight) may have committed: it returns
+// its error unchanged after the upkeep a success would have done
+// (invalidations, list bumps, filter adds of what it knows), run and
+// retried as after a commit and counted (AfterCommitStats.Unknown); so does
+// a Transaction whose COMMIT outcome is unknown. A Create whose generated
+// key was lost with the reply (an INSERT outside a transaction, with GORM's
+// SkipDefaultTransaction) makes the primary-key filter untrusted instead
+// (AfterCommitStats.Distrusts): it answers "maybe" until it has rebuilt
+// itself from the table. An error the server answered with, a refusal by
+// GORM and a failure to connect prove the write failed: no upkeep.
+//
+// Writes that bypass the repository (plain SQL, other services) invalidate
+// nothing; package repo/cdc follows PostgreSQL's WAL and applies them by
+// the same rule as the repository's own writes, and covers a COMMIT that
+// the server carried out after the client gave up on it.
 //
 // InsertIfAbsent de-duplicates on a unique key (Options.UniqueKey) with
 // INSERT … ON CONFLICT DO NOTHING: the unique index decides, never a racy
