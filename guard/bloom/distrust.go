@@ -17,9 +17,9 @@ import (
 // Call it when a key may have entered the source without being added,
 // and cannot be added because it is unknown: a database insert whose
 // generated key was lost with the reply. The bits stay as they are. One
-// script per shard, pipelined (a round trip per 256
-// shards and node). On error some shards may be distrusted already; calling it again
-// is harmless.
+// script per shard, pipelined (a round trip per 256 shards and node). On
+// error some shards may be distrusted already; calling it again is
+// harmless.
 func (f *Filter) Distrust(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
