@@ -121,6 +121,26 @@ func checkUnknownCreate(t *testing.T, id int64, skipTx bool) (problems []string)
 	return problems
 }
 
+// checkUnknownCreateMany creates two users in one CreateMany (its own
+// transaction) on a repository with a Bloom filter, the reply to the
+// COMMIT lost, and reads them back.
+func checkUnknownCreateMany(t *testing.T) (problems []string) {
+	e := newEnv(t)
+	l := e.lossy(t, gorm.Config{})
+	o := repo.Options{Filter: e.filterOptions(1000)}
+	o.FilterClient = e.rdb
+	users := newRepoOn[sample.User](t, l.db, e.cache, o)
+	ctx := context.Background()
+	us := []sample.User{{ID: 7, Email: "g@example.com", Name: "G"}, {ID: 8, Email: "h@example.com", Name: "H"}}
+	t.Logf("CreateMany with the reply lost: %v", l.loseReply(t, func() error { return users.CreateMany(ctx, us) }))
+	for _, u := range us {
+		if got, err := users.Get(ctx, u.ID); err != nil || got.Name != u.Name {
+			problems = append(problems, fmt.Sprintf("Get(%d) of the committed row = %+v, %v", u.ID, got, err))
+		}
+	}
+	return problems
+}
+
 // How checkUnknownUpdate moves its row.
 const (
 	byUpdate = iota
@@ -190,6 +210,7 @@ var unknownChecks = map[string]func(t *testing.T) []string{
 	"create client id":            func(t *testing.T) []string { return checkUnknownCreate(t, 7, false) },
 	"create generated id":         func(t *testing.T) []string { return checkUnknownCreate(t, 0, false) },
 	"create generated id lost":    func(t *testing.T) []string { return checkUnknownCreate(t, 0, true) },
+	"create many":                 checkUnknownCreateMany,
 	"update cached row and lists": func(t *testing.T) []string { return checkUnknownUpdate(t, byUpdate) },
 	"transaction of the update":   func(t *testing.T) []string { return checkUnknownUpdate(t, byUpdateInTx) },
 	"modify cached row and lists": func(t *testing.T) []string { return checkUnknownUpdate(t, byModify) },
