@@ -9,6 +9,7 @@ import (
 
 	"github.com/asidekit/asidekit/internal/keys"
 	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -137,9 +138,10 @@ func (f *Filter) MightContainMany(ctx context.Context, keys []string) ([]bool, e
 // judge is the one rule of a check: a key whose bits are not all set is
 // absent only if its shard is trusted, that is known to hold every key of
 // a full source (query.lua reads both in one step). Otherwise the answer
-// is "maybe", and counted in *untrusted.
+// is "maybe", and counted in *untrusted. testswitch.FilterTrustOff turns
+// the rule off for every Filter, as ignoreTrust does for one.
 func (f *Filter) judge(trusted, hit any, untrusted *int) bool {
-	if trusted == int64(1) || f.ignoreTrust {
+	if trusted == int64(1) || f.ignoreTrust || testswitch.FilterTrustOff.Load() {
 		return hit == int64(1)
 	}
 	*untrusted++
