@@ -5,6 +5,10 @@ import (
 	"sort"
 )
 
+// isRead reports whether k reads rows: by id (Get, GetMany) or by slug
+// (GetBy).
+func isRead(k Kind) bool { return k == OpGet || k == OpGetMany || k == OpGetBy }
+
 // isWrite reports whether k writes a row.
 func isWrite(k Kind) bool {
 	return k == OpCreate || k == OpUpdate || k == OpPut || k == OpDelete
@@ -30,7 +34,7 @@ func checkReads(ops []Op) (reads int, vs []Violation) {
 	}
 	for i := range ops {
 		op := &ops[i]
-		if (op.Kind != OpGet && op.Kind != OpGetMany) || op.Err != "" {
+		if !isRead(op.Kind) || op.Err != "" {
 			continue
 		}
 		reads++

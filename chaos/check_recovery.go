@@ -45,7 +45,7 @@ func checkRecovery(ops []Op, faults []Fault) (n, afterHeal int, vs []Violation) 
 	}
 	for i := range ops {
 		r := &ops[i]
-		if (r.Kind != OpGet && r.Kind != OpGetMany) || r.Err != "" {
+		if !isRead(r.Kind) || r.Err != "" {
 			continue
 		}
 		bound := false

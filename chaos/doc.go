@@ -10,11 +10,16 @@
 //	          ──proxy──> guard Redis   (a private redis-server for locks and limiters)
 //	          ──proxy──> PostgreSQL    (the run's own database)
 //
+// The repositories of the main run have Bloom filters
+// (repo.Options.Filter): one over ids, one over the rows' unique slugs,
+// which GetBy reads by; each rebuilds itself from the table when it finds
+// its keys lost (the cache Redis restarted empty).
+//
 // A schedule drawn from the seed cuts, stalls and slows those links, drops
 // PostgreSQL's reply to a COMMIT that reached the server, kills the cache
 // Redis and restarts it empty, and terminates the run's database
-// connections. Meanwhile M goroutines per process call Get, GetMany, Create,
-// Update, Put and Delete through repo on rows with a monotonic version
+// connections. Meanwhile M goroutines per process call Get, GetMany, GetBy,
+// Create, Update, Put and Delete through repo on rows with a monotonic version
 // column, hold a lock and write under its fence, take serial numbers and
 // ask a rate limiter; unless Config.NoLists, two more list the rows of a group
 // through a cached query (repo.NewQuery) and move, create and delete rows
@@ -48,6 +53,15 @@
 //   - recovery: a write that committed but whose invalidation failed
 //     (repo.ErrAfterCommit) binds every later read of the process that made
 //     it, during a Redis fault and after its heal (check_recovery.go);
+//   - Redis restarted empty (Bloom): no read (Get, GetMany, GetBy) finds a
+//     row absent when a Create or Put of it (the seed included) returned
+//     nil before the read began, unless a Delete of it began before the
+//     read ended, whatever that Delete's outcome (check_notfound.go): the
+//     filters, whose keys each restart of the cache Redis wipes, must
+//     answer "maybe" until rebuilt, never "absent" wrongly. The row counts
+//     the reads, the wrong "not found"s (by id and by slug; those on a row
+//     with a write of unknown outcome are told apart, not excused), and
+//     the filters' untrusted checks and automatic rebuilds;
 //   - failover: after the main run, a phase of its own on a private
 //     3-master + 3-replica Redis Cluster from PATH (failover.go): the
 //     workload on rows of its own with cacheaside.Options.ReplicaAcks 1,

@@ -62,7 +62,7 @@ func (rn *run) failover(ctx context.Context) failoverPhase {
 	}
 	var rows []Item
 	for k := 0; k < failoverRows; k++ {
-		rows = append(rows, Item{ID: failoverBase + int64(k), Version: 1, Payload: "v1"})
+		rows = append(rows, newItem(failoverBase+int64(k), 1))
 	}
 	if err := fr.seedItems(ctx, rn.env.db, rows); err != nil {
 		ph.err = err

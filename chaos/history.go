@@ -12,6 +12,7 @@ type Kind string
 const (
 	OpGet     Kind = "get"
 	OpGetMany Kind = "getmany"
+	OpGetBy   Kind = "getby" // Get by the unique slug
 	OpCreate  Kind = "create"
 	OpUpdate  Kind = "update"
 	OpPut     Kind = "put"
@@ -93,6 +94,13 @@ func (h *history) add(op Op, err error) {
 	op.ID = len(h.ops)
 	h.ops = append(h.ops, op)
 	h.mu.Unlock()
+}
+
+// len returns how many operations were recorded so far.
+func (h *history) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
 }
 
 // all returns the operations recorded so far.

@@ -38,7 +38,7 @@ func (rn *run) inspect(ctx context.Context) inspection {
 	var in inspection
 	p := rn.procs[0]
 	seen := map[int64]bool{}
-	for _, r := range append(append([]*repo.Repository[Item, int64](nil), p.items...), p.hot...) {
+	for _, r := range p.repos() {
 		rep, err := r.Inspect(ctx, rn.inspectOptions())
 		if err != nil && in.err == nil {
 			in.err = fmt.Errorf("%s: %w", rep.Entity, err)
@@ -55,6 +55,9 @@ func (rn *run) inspect(ctx context.Context) inspection {
 		s.Skipped += rep.Skipped
 		for _, v := range rep.Found {
 			id, err := strconv.ParseInt(v.ID, 10, 64)
+			if err != nil { // a mapping's violation names the slug
+				id, err = idOfSlug(v.ID)
+			}
 			if err != nil && in.err == nil {
 				in.err = fmt.Errorf("%s: violation of id %q: %w", rep.Entity, v.ID, err)
 			}

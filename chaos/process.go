@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/guard/limit"
 	"github.com/asidekit/asidekit/guard/lock"
 	"github.com/asidekit/asidekit/internal/faultproxy"
@@ -50,6 +51,14 @@ func policy(s cacheaside.Strategy) cacheaside.Policy {
 		Strategy:    s,
 		WaitTimeout: 2 * time.Second,
 	}
+}
+
+// filterOptions sizes the Bloom filters of the main run's repositories:
+// one over ids, one over slugs (GetBy), each rebuilt by the repository
+// from the table whenever it finds its keys lost (the cache Redis
+// restarted empty), at most once a second per process.
+func filterOptions(ns string) *bloom.Options {
+	return &bloom.Options{Namespace: ns, Capacity: 10_000, FalsePositiveRate: 0.01, RebuildInterval: time.Second}
 }
 
 func redisClient(addr string) *redis.Client {
@@ -102,15 +111,18 @@ func newProcess(id int, e *env) (p *process, err error) {
 		return nil, err
 	}
 	for _, s := range strategies {
-		r, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("items", s), Policy: policy(s), AfterCommitErrors: true})
+		r, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("items", s), Policy: policy(s),
+			Filter: filterOptions(e.ns), AfterCommitErrors: true})
 		if err != nil {
 			return nil, err
 		}
-		h, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("hot", s), Policy: policy(s), AfterCommitErrors: true})
+		p.items = append(p.items, r)
+		h, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("hot", s), Policy: policy(s),
+			Filter: filterOptions(e.ns), AfterCommitErrors: true})
 		if err != nil {
 			return nil, err
 		}
-		p.items, p.hot = append(p.items, r), append(p.hot, h)
+		p.hot = append(p.hot, h)
 	}
 	if p.locker, err = lock.New(p.guardRDB, &lock.Options{Namespace: e.ns}); err != nil {
 		return nil, err
@@ -125,6 +137,12 @@ func newProcess(id int, e *env) (p *process, err error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// repos returns the process's repositories of Item: by strategy, the
+// workload's, then the hot rows'.
+func (p *process) repos() []*repo.Repository[Item, int64] {
+	return append(append([]*repo.Repository[Item, int64](nil), p.items...), p.hot...)
 }
 
 // link returns the proxy of l.
@@ -149,6 +167,9 @@ func (p *process) heal() {
 // close tears the process down. Errors are dropped: the servers are
 // going away too, and the run's result is already recorded.
 func (p *process) close() {
+	for _, r := range p.repos() {
+		_ = r.Close() // stops the filters' background rebuilds
+	}
 	if p.gen != nil {
 		_ = p.gen.Close()
 	}

@@ -56,7 +56,7 @@ func (rn *run) check(conv convergence, insp inspection, rounds []loadRound, mark
 		}
 		return c
 	}
-	repoOps := []Kind{OpGet, OpGetMany, OpCreate, OpUpdate, OpPut, OpDelete}
+	repoOps := []Kind{OpGet, OpGetMany, OpGetBy, OpCreate, OpUpdate, OpPut, OpDelete}
 	add := func(check string, n int, vs []Violation, c counts, kinds []Kind, links ...Link) *Row {
 		rep.Rows = append(rep.Rows, Row{Check: check, Faults: touched(faults, ops, kinds, links...), Operations: n,
 			Violations: len(vs), Errors: c, Divergent: "-", Recovery: "-"})

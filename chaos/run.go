@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := rn.check(conv, insp, rounds, marks)
+	rep.addNotFound(rn.notFound(ctx))
 	rn.logf("failover phase: a 3-master + 3-replica Cluster from PATH")
 	ph := rn.failover(ctx)
 	if ph.err != nil {
@@ -178,9 +179,9 @@ func (rn *run) seedRows(ctx context.Context) error {
 	var rows []Item
 	for si := range strategies {
 		for j := 0; j < rn.cfg.Keys; j++ {
-			rows = append(rows, Item{ID: itemID(si, j), Version: 1, Payload: "v1"})
+			rows = append(rows, newItem(itemID(si, j), 1))
 		}
-		rows = append(rows, Item{ID: hotID(si), Version: 1, Payload: "v1"})
+		rows = append(rows, newItem(hotID(si), 1))
 	}
 	return rn.seedItems(ctx, rn.env.db, rows)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 
 	"github.com/asidekit/asidekit/repo"
@@ -35,8 +34,10 @@ func (w *repoWorker) loop(stop <-chan struct{}) {
 		si := w.r.IntN(len(strategies))
 		id := w.pick(si)
 		switch n := w.r.IntN(100); {
-		case n < 55:
+		case n < 45:
 			w.get(si, id)
+		case n < 55:
+			w.run.readBy(w.p.id, w.p.items[si], id)
 		case n < 67:
 			w.getMany(si)
 		case n < 82:
@@ -65,10 +66,20 @@ func (w *repoWorker) get(si int, id int64) {
 
 // read records one Get of id through r.
 func (rn *run) read(proc int, r *repo.Repository[Item, int64], id int64) {
+	rn.readOne(proc, OpGet, id, func(ctx context.Context) (Item, error) { return r.Get(ctx, id) })
+}
+
+// readBy records one GetBy of id's slug through r.
+func (rn *run) readBy(proc int, r *repo.Repository[Item, int64], id int64) {
+	rn.readOne(proc, OpGetBy, id, func(ctx context.Context) (Item, error) { return r.GetBy(ctx, "slug", slugOf(id)) })
+}
+
+// readOne records one read of row id, of kind, made by get.
+func (rn *run) readOne(proc int, kind Kind, id int64, get func(context.Context) (Item, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	op := Op{Proc: proc, Kind: OpGet, Keys: []int64{id}, Start: rn.clk.now()}
-	v, err := r.Get(ctx, id)
+	op := Op{Proc: proc, Kind: kind, Keys: []int64{id}, Start: rn.clk.now()}
+	v, err := get(ctx)
 	op.End = rn.clk.now()
 	switch {
 	case err == nil:
@@ -112,7 +123,7 @@ func (rn *run) write(proc int, r *repo.Repository[Item, int64], kind Kind, id in
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.ver++
-	v := Item{ID: id, Version: ks.ver, Payload: "v" + strconv.FormatInt(ks.ver, 10)}
+	v := newItem(id, ks.ver)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	op := Op{Proc: proc, Kind: kind, Keys: []int64{id}, Versions: []int64{v.Version}, Start: rn.clk.now()}
