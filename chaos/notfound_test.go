@@ -49,8 +49,8 @@ func TestNotFound_redisRestartedEmpty(t *testing.T) {
 // processes with the filters warmed, on 40 rows per strategy (so that
 // most rows are read before a write puts them back in the filter), kills the cache Redis once enough
 // operations were recorded, restarts it empty once more were, and
-// returns the not-found check of the history once the workload made as
-// many operations again after the restart.
+// returns the not-found check of the history once reads went through the
+// restarted Redis and the workload made as many operations again.
 func restartedEmpty(t *testing.T, dsn string) notFound {
 	t.Helper()
 	cfg := Config{PostgresDSN: dsn, Seed: 14, Procs: 2, Goroutines: 3, Keys: 40}
@@ -110,8 +110,28 @@ func restartedEmpty(t *testing.T, dsn string) notFound {
 	waitOps("operations before the restart", rn.hist.len()+step)
 	rn.inj.apply(Fault{Kind: FaultRestart, Proc: -1}, nil)
 	waitOps("operations while the cache Redis is down", rn.hist.len()+step/5)
+	// Reads go to the database until each process's breaker lets them
+	// through again: wait for reads that asked the emptied Redis.
+	throughRedis := func() uint64 {
+		var n uint64
+		for _, p := range rn.procs {
+			for _, r := range p.repos() {
+				st := r.Stats()
+				n += st.Hits + st.Misses + st.NullHits + st.Filtered
+			}
+		}
+		return n
+	}
 	if err := env.cacheRedis.restart(ctx); err != nil {
 		t.Fatal(err)
+	}
+	from := throughRedis()
+	deadline := time.Now().Add(time.Minute)
+	for throughRedis() < from+step/5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for reads through the restarted Redis: %d", throughRedis()-from)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
 	waitOps("operations after the restart", rn.hist.len()+step)
 	close(stop)
