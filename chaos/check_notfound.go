@@ -149,9 +149,9 @@ func deletedSince(ds []*Op, c, r *Op) bool {
 	return false
 }
 
-// notFound runs the not-found check over the run's history, and sums the
+// notFoundCheck runs the not-found check over the run's history, and sums the
 // counters of every process's Bloom filters.
-func (rn *run) notFound(ctx context.Context) notFound {
+func (rn *run) notFoundCheck(ctx context.Context) notFound {
 	res := checkNotFound(rn.hist.all(), rn.inj.faults())
 	for _, p := range rn.procs {
 		for _, r := range p.repos() {

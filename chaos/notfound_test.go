@@ -136,5 +136,5 @@ func restartedEmpty(t *testing.T, dsn string) notFound {
 	waitOps("operations after the restart", rn.hist.len()+step)
 	close(stop)
 	wg.Wait()
-	return rn.notFound(ctx)
+	return rn.notFoundCheck(ctx)
 }

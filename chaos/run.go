@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := rn.check(conv, insp, rounds, marks)
-	rep.addNotFound(rn.notFound(ctx))
+	rep.addNotFound(rn.notFoundCheck(ctx))
 	rn.logf("failover phase: a 3-master + 3-replica Cluster from PATH")
 	ph := rn.failover(ctx)
 	if ph.err != nil {
