@@ -60,8 +60,10 @@ func TestRun_inspect_planted(t *testing.T) {
 	if in.err != nil {
 		t.Fatal(in.err)
 	}
-	if want := int64(len(strategies) * rn.cfg.Keys); in.stats.Inspected != want || in.stats.Stale != 1 {
-		t.Errorf("inspector: %s; want %d inspected, 1 stale", in.note(), want)
+	// Every cached entry is inspected, and with the filters every row of
+	// the table is checked against them too.
+	if want := int64(len(strategies) * rn.cfg.Keys); in.stats.Inspected < want || in.stats.Stale != 1 {
+		t.Errorf("inspector: %s; want at least %d inspected, 1 stale", in.note(), want)
 	}
 	if !slices.Equal(in.ids, []int64{stale}) {
 		t.Errorf("inspector reported %v, want [%d]", in.ids, stale)

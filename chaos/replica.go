@@ -108,7 +108,7 @@ func (fr *run) replicaRun(ctx context.Context, sr *testcontainers.StreamingRepli
 	ids := make([]int64, replicaRows)
 	for k := range ids {
 		ids[k] = replicaBase + int64(k)
-		rows = append(rows, Item{ID: ids[k], Version: 1, Payload: "v1"})
+		rows = append(rows, newItem(ids[k], 1))
 	}
 	if err := fr.seedItems(ctx, sr.Primary.DB, rows); err != nil {
 		return err
