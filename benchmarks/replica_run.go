@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -134,9 +135,10 @@ func (rr *replicaRun) watchLoads(db *gorm.DB) error {
 
 // replicaProc is one simulated process.
 type replicaProc struct {
-	db    *gorm.DB
-	cache *cacheaside.Cache
-	items *repo.Repository[replicaItem, int64]
+	db      *gorm.DB
+	routing *dbresolver.DBResolver // registered on db in the replica variants
+	cache   *cacheaside.Cache
+	items   *repo.Repository[replicaItem, int64]
 }
 
 func (p *replicaProc) close() {
@@ -145,6 +147,16 @@ func (p *replicaProc) close() {
 	}
 	if p.cache != nil {
 		_ = p.cache.Close()
+	}
+	if p.routing != nil {
+		// dbresolver's replica pool is its own: closing db's does not
+		// close it.
+		_ = p.routing.Call(func(pool gorm.ConnPool) error {
+			if c, ok := pool.(io.Closer); ok {
+				_ = c.Close()
+			}
+			return nil
+		})
 	}
 	if s, err := p.db.DB(); err == nil {
 		_ = s.Close()
@@ -188,7 +200,8 @@ func runReplicaVariant(ctx context.Context, env *Env, sr *testcontainers.Streami
 		pr := &replicaProc{db: db}
 		procs[i] = pr
 		if v.replica {
-			if err := db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(sr.ReplicaDSN)}})); err != nil {
+			pr.routing = dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(sr.ReplicaDSN)}})
+			if err := db.Use(pr.routing); err != nil {
 				return row, err
 			}
 		}
