@@ -43,7 +43,7 @@ func (f *feed[T, ID]) RebuildFilter(ctx context.Context) error {
 func (f *feed[T, ID]) Queue(w *rowchange.Work, ch rowchange.Change) error {
 	c := f.c
 	ctx := context.Background()
-	var rc rowChange
+	rc := rowChange{earlierApplied: true} // the log comes in commit order
 	var err error
 	switch ch.Kind {
 	case rowchange.Insert, rowchange.Update:

@@ -40,6 +40,13 @@ type rowChange struct {
 	before *rowKeys
 	// after is the row after the change, nil when it is gone (a delete).
 	after *rowKeys
+	// earlierApplied says that the upkeep of every earlier change of the
+	// table is known applied: true for repo/cdc, which applies the log in
+	// commit order. A repository's own write cannot know it: another
+	// process's earlier write may have committed while its upkeep waits
+	// in that process's retrier (its Redis link cut, ErrAfterCommit), so
+	// the write repairs what that upkeep owed its row (see planChange).
+	earlierApplied bool
 }
 
 // shape is what of the cache a repository has: a Bloom filter over
@@ -75,6 +82,21 @@ type plan struct {
 //     alone); when either side's values are unknown, the generation of all
 //     the query's lists is bumped instead (the fallback).
 //
+// "Needs nothing" holds when every earlier change's upkeep is applied
+// (ch.earlierApplied: repo/cdc). When it is not known to be (a
+// repository's own write), an earlier write of the row by another process
+// may have committed with its filter adds and its drop of a cached "not
+// found" still pending, and a write that completed must not leave them
+// owed. So a change whose row exists after it also adds the row's id to
+// the primary-key filter and, per lookup, drops the mapping of its known
+// value and adds the value to the lookup's filter, changed or not: both
+// idempotent, and queued with the rest of the change's work (no extra
+// round trip); the next GetBy of the value reloads its mapping. Lists keep
+// the rule above in both modes: bumping the row's lists on every write (a
+// price change included) would reload a list per write and defeat their
+// caching; a list an earlier write left unbumped waits for that write's
+// retry or repo/cdc.
+//
 // It is pure: what cannot be cached (a value too long for a key) is left
 // to the caller to skip.
 func planChange(ch rowChange, s shape) plan {
@@ -89,11 +111,12 @@ func planChange(ch rowChange, s shape) plan {
 			moved = after != nil && after.id != ""
 		}
 	}
+	repair := after != nil && !ch.earlierApplied // earlier upkeep may be owed
 	if after != nil {
 		now = after.uks
 		if after.id != "" {
 			p.ids = append(p.ids, after.id)
-			if s.filter && (before == nil || before.id != after.id) {
+			if s.filter && (repair || before == nil || before.id != after.id) {
 				p.filterIDs = append(p.filterIDs, after.id)
 			}
 		}
@@ -108,7 +131,7 @@ func planChange(ch rowChange, s shape) plan {
 		if now != nil {
 			n = now[i]
 		}
-		if w.ok && n.ok && w.key == n.key && !moved {
+		if w.ok && n.ok && w.key == n.key && !moved && !repair {
 			continue // the same row keeps its value: its mapping holds
 		}
 		if w.ok {
@@ -127,7 +150,8 @@ func planChange(ch rowChange, s shape) plan {
 	return p
 }
 
-// planLists adds the list invalidations of ch, for n declared queries, to p.
+// planLists adds the list invalidations of ch, for n declared queries, to
+// p. They do not depend on ch.earlierApplied (see planChange).
 func planLists(p *plan, ch rowChange, n int) {
 	before, after := ch.before, ch.after
 	p.lists = make([][]string, n)
