@@ -55,7 +55,14 @@
 // would make callers write twice. The failed invalidations and filter adds
 // are retried in the background until Redis takes them, counted and
 // logged (GetAfterCommitStats); Options.AfterCommitErrors returns an error
-// matching ErrAfterCommit instead.
+// matching ErrAfterCommit instead. Because such upkeep may be pending in
+// another process, a write cannot count on earlier writes' upkeep having
+// landed: it adds the row's id and unique values to the filters and drops
+// their GetBy mappings even when they did not change (one filter add per
+// filter and one mapping drop per unique key, sent with the rest of its
+// upkeep; the next GetBy of the value reloads its mapping), so that a
+// write that completed leaves no cached "not found" and no filter gap for
+// its row. Cached lists are not repaired that way (see Cached queries).
 //
 // A write whose database call fails without proving that nothing was
 // written (the connection broke, or the context ended, while the
