@@ -49,9 +49,9 @@ func TestNew_readYourWrites(t *testing.T) {
 		id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		err := repo.Transaction(r.Context(), sr.Primary.DB, func(tx *repo.Tx) error {
 			return tx.DB().Create([]sample.User{
-			{ID: id, Email: fmt.Sprint(id, "@example.com"), Name: r.FormValue("name")},
-			{ID: id + 1, Email: fmt.Sprint(id+1, "@example.com"), Name: r.FormValue("name")},
-		}).Error
+				{ID: id, Email: fmt.Sprint(id, "@example.com"), Name: r.FormValue("name")},
+				{ID: id + 1, Email: fmt.Sprint(id+1, "@example.com"), Name: r.FormValue("name")},
+			}).Error
 		})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
