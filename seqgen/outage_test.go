@@ -148,7 +148,7 @@ func TestGenerator_Next_redisStalled(t *testing.T) {
 	proxy := newProxy(t, e.r.Addrs[0], e.r.Cluster)
 	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	t.Cleanup(func() { _ = client.Close() })
-	opts := e.opts(func(o *seqgen.Options) { o.BreakerCooldown = time.Hour })
+	opts := e.opts(func(o *seqgen.Options) { o.BreakerCooldown, o.RedisTimeout = time.Hour, seqgen.DefaultRedisTimeout })
 	g := newGen(t, client, e.pg.DB, opts)
 	other := newGen(t, client, e.pg.DB, opts)
 	t.Cleanup(proxy.Heal) // before the Generators close: the stalled calls end
