@@ -46,8 +46,7 @@ type replicaPhase struct {
 	faults   []Fault        // as applied, on the run's clock
 	resolver repo.ReadStats // summed over the processes routed by dbresolver
 	readDB   repo.ReadStats // summed over the processes with Options.ReadDB
-	note     string
-	err      error // the phase could not run
+	err      error          // the phase could not run
 }
 
 // replicaProc is one process of the phase: a repository on the primary
