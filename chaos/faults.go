@@ -87,6 +87,11 @@ func (in *injector) apply(f Fault, p *process) {
 		}
 		cancel()
 	}
+	in.record(f)
+}
+
+// record adds f to the faults applied.
+func (in *injector) record(f Fault) {
 	in.mu.Lock()
 	in.applied = append(in.applied, f)
 	in.mu.Unlock()

@@ -108,7 +108,10 @@ func restartedEmpty(t *testing.T, dsn string) notFound {
 		}
 	}
 	waitOps("operations before the restart", rn.hist.len()+step)
-	rn.inj.apply(Fault{Kind: FaultRestart, Proc: -1}, nil)
+	// The fault lasts from the kill to the restart, so that it counts as
+	// hitting a read if any read ran while the cache Redis was down.
+	killedAt := rn.clk.now()
+	env.cacheRedis.kill()
 	waitOps("operations while the cache Redis is down", rn.hist.len()+step/5)
 	// Reads go to the database until each process's breaker lets them
 	// through again: wait for reads that asked the emptied Redis.
@@ -125,6 +128,7 @@ func restartedEmpty(t *testing.T, dsn string) notFound {
 	if err := env.cacheRedis.restart(ctx); err != nil {
 		t.Fatal(err)
 	}
+	rn.inj.record(Fault{Kind: FaultRestart, Proc: -1, At: killedAt, Dur: rn.clk.now() - killedAt})
 	from := throughRedis()
 	deadline := time.Now().Add(time.Minute)
 	for throughRedis() < from+step/5 {
