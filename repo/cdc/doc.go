@@ -33,7 +33,8 @@
 //
 // One process applies: PostgreSQL lets one connection at a time stream
 // from a slot, so every process may Run the Invalidator; one holds the slot
-// and the others stand by, trying again every Options.StandbyRetry. When
+// and the others stand by, each checking every Options.StandbyRetry on one
+// connection of its own whether the slot is still held. When
 // the holder exits or its connection drops, one of them takes over within
 // about that long and resumes from the confirmed position; a holder that
 // hangs with its connection open keeps the slot until the server's

@@ -27,6 +27,21 @@ func TestInvalidator_standbyTakesOver(t *testing.T) {
 	stopB := run(t, b)
 	// b tries the slot every 100ms; after several tries it still stands by.
 	waitFor(t, "b to find the slot busy", func() bool { return !b.Stats().Active && b.Stats().Errors == 0 && a.Stats().Active })
+	// b checks on one connection it keeps: its checks start no server
+	// process (trying to take the slot started two per try, a connection
+	// and a walsender).
+	sessions := func() int64 {
+		var n int64
+		if err := e.db.Raw("SELECT sessions FROM pg_stat_database WHERE datname = current_database()").Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	checks, from := b.Stats().StandbyChecks, sessions()
+	waitFor(t, "b to check the slot ten times", func() bool { return b.Stats().StandbyChecks >= checks+10 })
+	if n := sessions() - from; n > 5 {
+		t.Errorf("%d sessions started while the stand-by checked the slot ten times, want at most 5", n)
+	}
 	e.sync(t, a)
 	if got := e.name(t, 1); got != "Ada" {
 		t.Fatalf("name = %q", got)

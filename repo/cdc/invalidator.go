@@ -125,7 +125,7 @@ func (inv *Invalidator) Stats() Stats { return inv.ctr.snapshot() }
 
 // Run follows the log until ctx is done, then returns nil. It sets up the
 // publication and the slot (Setup), then takes the slot: when another
-// process holds it, Run stands by and tries again every StandbyRetry, so
+// process holds it, Run stands by, checks every StandbyRetry, so
 // that it takes over within about that long once the holder is gone (its
 // connection closed; a hung holder's after the server's
 // wal_sender_timeout). Errors (database or Redis unreachable) are counted
@@ -176,7 +176,7 @@ func (inv *Invalidator) Run(ctx context.Context) error {
 		case errors.Is(err, errSlotBusy):
 			rl.recovered("standing by")
 			b.Reset()
-			waitErr = backoff.Sleep(ctx, inv.o.StandbyRetry)
+			waitErr = inv.standBy(ctx)
 		default:
 			inv.ctr.fail(err, false)
 			rl.failed(err)

@@ -22,8 +22,10 @@ type Options struct {
 	// are applied, within a large transaction. Default 1000.
 	BatchSize int
 
-	// StandbyRetry is how often a stand-by tries to take the slot over
-	// while another process holds it. Default 1 second.
+	// StandbyRetry is how often a stand-by checks whether the slot is
+	// still held by another process (one query on a connection it keeps
+	// while it stands by), and tries to take it over once it is not.
+	// Default 1 second.
 	StandbyRetry time.Duration
 
 	// StatusInterval is the longest time between two reports of the

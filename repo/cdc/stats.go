@@ -41,6 +41,11 @@ type Stats struct {
 	// publication at the last start (ErrBadTable).
 	BadTables int
 
+	// StandbyChecks counts the times a stand-by found the slot still held
+	// by another process (one query every StandbyRetry, on a connection
+	// kept while it stands by).
+	StandbyChecks uint64
+
 	// Applied is the log position up to which every committed change has
 	// been applied (and, within StatusInterval, confirmed to the server).
 	Applied LSN
@@ -66,12 +71,12 @@ type Stats struct {
 
 // counters are the live values behind Stats.
 type counters struct {
-	active                       activeFlag
-	txns, changes, skipped, errs atomic.Uint64
-	slotsRecreated               atomic.Uint64
-	badTables                    atomic.Int64
-	applied, serverEnd           atomic.Uint64
-	behindSince                  atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
+	active                        activeFlag
+	txns, changes, skipped, errs  atomic.Uint64
+	slotsRecreated, standbyChecks atomic.Uint64
+	badTables                     atomic.Int64
+	applied, serverEnd            atomic.Uint64
+	behindSince                   atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
 
 	mu      sync.Mutex // guards lastErr
 	lastErr error
@@ -97,6 +102,7 @@ func (c *counters) snapshot() Stats {
 		Errors:         c.errs.Load(),
 		SlotsRecreated: c.slotsRecreated.Load(),
 		BadTables:      int(c.badTables.Load()),
+		StandbyChecks:  c.standbyChecks.Load(),
 		Applied:        LSN(c.applied.Load()),
 	}
 	if end := c.serverEnd.Load(); end > uint64(s.Applied) {
