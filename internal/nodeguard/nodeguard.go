@@ -176,15 +176,17 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 	if g.br.Open() {
 		return ErrDown
 	}
+	// One derived context per call, with the guard's deadline if it is
+	// the earlier, and cancelled by the next trip (untilTrip).
 	cctx := context.WithValue(ctx, inCall{}, true)
-	if bounded && g.timeout > 0 {
-		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > g.timeout {
-			var cancel context.CancelFunc
-			cctx, cancel = context.WithTimeout(cctx, g.timeout)
-			defer cancel()
-		}
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); bounded && g.timeout > 0 && (!ok || time.Until(dl) > g.timeout) {
+		cctx, cancel = context.WithTimeout(cctx, g.timeout)
+	} else {
+		cctx, cancel = context.WithCancel(cctx)
 	}
-	err := g.untilTrip(cctx, f)
+	defer cancel()
+	err := g.untilTrip(ctx, cctx, cancel, f)
 	switch {
 	case errors.Is(err, ErrDown):
 		// A trip ended it: the breaker is open already.

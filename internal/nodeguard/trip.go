@@ -2,6 +2,7 @@ package nodeguard
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -104,16 +105,15 @@ func (g *Guard) trip() {
 	g.conns.expire()
 }
 
-// untilTrip runs f under a context that the next trip cancels; a call a
-// trip ended returns ErrDown.
-func (g *Guard) untilTrip(ctx context.Context, f func(context.Context) error) error {
+// untilTrip runs f under cctx, a context derived from the caller's ctx
+// for this call alone, which cancel ends: the next trip calls it. A call
+// a trip ended (not its deadline, not the caller) returns ErrDown.
+func (g *Guard) untilTrip(ctx, cctx context.Context, cancel context.CancelFunc, f func(context.Context) error) error {
 	e := g.epoch()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stop := context.AfterFunc(e.ctx, cancel)
 	defer stop()
 	err := f(cctx)
-	if err != nil && e.ctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && e.ctx.Err() != nil && ctx.Err() == nil && !errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return ErrDown
 	}
 	return err
