@@ -19,6 +19,7 @@ type CDCStatser interface {
 //	asidekit_cdc_skipped_total{invalidator}          counter
 //	asidekit_cdc_errors_total{invalidator}           counter
 //	asidekit_cdc_slots_recreated_total{invalidator}  counter
+//	asidekit_cdc_standby_checks_total{invalidator}   counter, checks of a stand-by that found the slot held
 //	asidekit_cdc_active{invalidator}                 gauge, 1 while this process holds the slot
 //	asidekit_cdc_bad_tables{invalidator}             gauge
 //	asidekit_cdc_lag_bytes{invalidator}              gauge
@@ -46,6 +47,8 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 		func(s cdc.Stats) float64 { return float64(s.Errors) })
 	c.counter(desc("slots_recreated_total", "Lost replication slots (wal_status lost) dropped and recreated; each invalidates every cached row."),
 		func(s cdc.Stats) float64 { return float64(s.SlotsRecreated) })
+	c.counter(desc("standby_checks_total", "Checks of a stand-by that found the slot still held by another process."),
+		func(s cdc.Stats) float64 { return float64(s.StandbyChecks) })
 	c.gauge(desc("active", "1 while this process holds the replication slot and applies, 0 while it stands by."),
 		func(s cdc.Stats) float64 {
 			if s.Active {

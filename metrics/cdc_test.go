@@ -17,7 +17,7 @@ type fixedCDCStats cdc.Stats
 func (f fixedCDCStats) Stats() cdc.Stats { return cdc.Stats(f) }
 
 func TestCDCCollector_matchesStats(t *testing.T) {
-	s := cdc.Stats{Active: true, Transactions: 7, Changes: 11, Skipped: 2, Errors: 3, SlotsRecreated: 4, BadTables: 1,
+	s := cdc.Stats{Active: true, Transactions: 7, Changes: 11, Skipped: 2, Errors: 3, SlotsRecreated: 4, BadTables: 1, StandbyChecks: 5,
 		LagBytes: 4096, Lag: 1500 * time.Millisecond}
 	reg := registry(t, metrics.NewCDCCollector("main", fixedCDCStats(s)))
 	for name, want := range map[string]float64{
@@ -26,6 +26,7 @@ func TestCDCCollector_matchesStats(t *testing.T) {
 		"asidekit_cdc_skipped_total":         2,
 		"asidekit_cdc_errors_total":          3,
 		"asidekit_cdc_slots_recreated_total": 4,
+		"asidekit_cdc_standby_checks_total":  5,
 		"asidekit_cdc_active":                1,
 		"asidekit_cdc_bad_tables":            1,
 		"asidekit_cdc_lag_bytes":             4096,

@@ -25,6 +25,11 @@
 //     fallbacks to all lists) at scrape time.
 //   - NewReadCollector reads a repo.Repository's ReadStats (loads per
 //     target, replica or primary, redirects for lag) at scrape time.
+//   - NewAfterCommitCollector reads the process's repo.AfterCommitStats
+//     (upkeep that failed after a commit, its retries, writes of unknown
+//     outcome) at scrape time.
+//   - NewCDCCollector reads a cdc.Invalidator's Stats (applied changes,
+//     lag, errors, stand-by checks) at scrape time.
 //
 // # Metrics
 //
@@ -65,6 +70,10 @@
 //	asidekit_reads_redirects_total{repository,reason}  counter, reason = lag | unavailable
 //	asidekit_reads_replica_errors_total{repository}
 //	asidekit_reads_lag_bytes{repository}           gauge
+//	asidekit_repo_upkeep_{failures,retried,dropped}_total              counters
+//	asidekit_repo_upkeep_pending                                       gauge
+//	asidekit_repo_{unknown_outcome_writes,filter_distrusts}_total      counters
+//	asidekit_cdc_…{invalidator}                    see NewCDCCollector
 //
 // The cache events counter has one series per entity and event, all
 // created (at zero) the first time an entity reports anything, so that

@@ -129,6 +129,7 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 		metrics.NewBloomCollector("products.by.slug", s.products.FilterBy("slug")),
 		metrics.NewLimitCollector("per-ip", s.limiter),
 		metrics.NewSeqgenCollector("orders", s.orders),
+		metrics.NewAfterCommitCollector(nil),
 	)
 	if err := s.seed(ctx, cfg.Seed); err != nil {
 		return nil, err
