@@ -25,7 +25,7 @@ func TestInvalidator_standbyTakesOver(t *testing.T) {
 	stopA := run(t, a)
 	waitFor(t, "a to hold the slot", func() bool { return a.Stats().Active })
 	stopB := run(t, b)
-	// b tries the slot every 100ms; after several tries it still stands by.
+	// b checks the slot every 100ms; after several checks it still stands by.
 	waitFor(t, "b to find the slot busy", func() bool { return !b.Stats().Active && b.Stats().Errors == 0 && a.Stats().Active })
 	// b checks on one connection it keeps: its checks start no server
 	// process (trying to take the slot started two per try, a connection
