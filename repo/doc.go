@@ -109,7 +109,8 @@
 // NewQuery declares a list of rows by equality filters and one order
 // (QueryOf{Name: "by_category", Where: []string{"category_id"}, Order:
 // "created_at DESC, id"}); Query.List reads a page of it by keyset
-// pagination (an opaque, checksummed cursor) and Query.Count counts it.
+// pagination (an opaque, checksummed cursor) or at an offset (Page.Offset,
+// whose miss reads the skipped rows too) and Query.Count counts it.
 // What is cached is ids and counts, never rows: the rows of a page come
 // through GetMany and share the entity cache, the near cache and the
 // filter. A page or count is a cacheaside entry (so its reload is shared

@@ -17,6 +17,9 @@ import (
 // MaxPageSize is the largest Page.Size.
 const MaxPageSize = 1000
 
+// MaxPageOffset is the largest Page.Offset.
+const MaxPageOffset = 100_000
+
 // QueryOf declares a cached query: the rows whose Where columns equal the
 // values a call gives, in the Order.
 type QueryOf struct {
@@ -51,6 +54,12 @@ type Page struct {
 	// After is the cursor returned with the previous page; "" is the
 	// first page.
 	After string
+	// Offset skips that many rows of the list before the page (offset
+	// pagination, for "page 7 of 12" links): in [0, MaxPageOffset], and
+	// 0 when After is set. A page at an offset is cached and invalidated
+	// like any other, but its miss makes the database read the skipped
+	// rows too; keyset pages (After) stay cheap however deep. Default 0.
+	Offset int
 }
 
 // QueryStats counts a query's cache activity in this process.
@@ -214,8 +223,9 @@ func (q *Query[T, ID]) Stats() QueryStats {
 // share the entity cache. A read that begins after a write through the
 // repository completed reflects it (see "Cached queries" in the package
 // doc). Bad input (a wrong count or type of values, a page size outside
-// [1, MaxPageSize], a cursor that was altered or belongs to other values)
-// is an error matching ErrInvalid, and nothing is cached.
+// [1, MaxPageSize], an offset outside [0, MaxPageOffset] or with a
+// cursor, a cursor that was altered or belongs to other values) is an
+// error matching ErrInvalid, and nothing is cached.
 func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T, next string, err error) {
 	where, args, err := q.filter(ctx, vals)
 	if err != nil {
@@ -224,12 +234,21 @@ func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T,
 	if p.Size < 1 || p.Size > MaxPageSize {
 		return nil, "", fmt.Errorf("%w: query %s: page size %d, it must be in [1, %d]", ErrInvalid, q.l.name, p.Size, MaxPageSize)
 	}
+	what := "p|" + strconv.Itoa(p.Size) + "|" + p.After
+	switch {
+	case p.Offset < 0 || p.Offset > MaxPageOffset:
+		return nil, "", fmt.Errorf("%w: query %s: page offset %d, it must be in [0, %d]", ErrInvalid, q.l.name, p.Offset, MaxPageOffset)
+	case p.Offset > 0 && p.After != "":
+		return nil, "", fmt.Errorf("%w: query %s: a page has an offset or a cursor, not both", ErrInvalid, q.l.name)
+	case p.Offset > 0:
+		what += "|" + strconv.Itoa(p.Offset)
+	}
 	after, err := q.l.decodeCursor(where, p.After)
 	if err != nil {
 		return nil, "", err
 	}
-	e, err := q.cached(ctx, where, "p|"+strconv.Itoa(p.Size)+"|"+p.After, func(ctx context.Context, _ string) (queryEntry[ID], error) {
-		return q.loadPage(ctx, args, after, p.Size, where)
+	e, err := q.cached(ctx, where, what, func(ctx context.Context, _ string) (queryEntry[ID], error) {
+		return q.loadPage(ctx, args, after, p.Offset, p.Size, where)
 	})
 	if err != nil {
 		return nil, "", err
@@ -367,9 +386,9 @@ func (q *Query[T, ID]) scope(ctx context.Context, args []any) *gorm.DB {
 }
 
 // loadPage reads the ids of a page from the database: one SELECT of the
-// primary key and the order columns, one row more than the page to know
-// whether a next page exists.
-func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, size int, where string) (queryEntry[ID], error) {
+// primary key and the order columns, after the cursor's row or offset
+// rows in, one row more than the page to know whether a next page exists.
+func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, offset, size int, where string) (queryEntry[ID], error) {
 	l, c := q.l, q.r.c
 	cols := make([]string, len(l.order))
 	by := make([]clause.OrderByColumn, len(l.order))
@@ -382,6 +401,9 @@ func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, size int
 		db := q.scope(ctx, args).Select(cols)
 		if after != nil {
 			db = db.Where(l.after(after))
+		}
+		if offset > 0 {
+			db = db.Offset(offset)
 		}
 		return db.Clauses(clause.OrderBy{Columns: by}).Limit(size + 1).Find(&rows).Error
 	})

@@ -62,6 +62,15 @@ func seedItems(t *testing.T, r *repo.Repository[qitem, int64], n int, cats ...in
 	return out
 }
 
+// ids returns the ids of rows, in order.
+func ids(rows []qitem) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
 // listIDs reads list cat whole, page by page of size.
 func listIDs(t *testing.T, q *repo.Query[qitem, int64], cat int64, size int) []int64 {
 	t.Helper()
@@ -130,7 +139,47 @@ func TestQuery_pagination(t *testing.T) {
 	if got := listIDs(t, q, 1, 4); !slices.Equal(got, want) || e.sql.Count("SELECT") != 0 {
 		t.Fatalf("warm walk: %v, %d SELECTs", got, e.sql.Count("SELECT"))
 	}
-	if n, err := q.Count(context.Background(), 1); err != nil || n != 23 {
+	// Offset pages: the same rows, cached; the cursor of one continues
+	// by keyset.
+	ctx := context.Background()
+	for _, off := range []int{0, 1, 5, 22, 23, 40} {
+		for round := range 2 {
+			e.reset()
+			rows, next, err := q.List(ctx, repo.Page{Size: 4, Offset: off}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPage := want[min(off, len(want)):min(off+4, len(want))]
+			if got := ids(rows); !slices.Equal(got, wantPage) {
+				t.Fatalf("offset %d round %d: %v, want %v", off, round, got, wantPage)
+			}
+			if round == 1 && e.sql.Count("SELECT") != 0 {
+				t.Fatalf("offset %d: %d SELECTs on a warm page", off, e.sql.Count("SELECT"))
+			}
+			if (next != "") != (off+4 < len(want)) {
+				t.Fatalf("offset %d: next cursor %q", off, next)
+			}
+			if next != "" {
+				rows, _, err := q.List(ctx, repo.Page{Size: 4, After: next}, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, w := ids(rows), want[off+4:min(off+8, len(want))]; !slices.Equal(got, w) {
+					t.Fatalf("after offset %d: %v, want %v", off, got, w)
+				}
+			}
+		}
+	}
+	// A write reaches the offset pages it changes.
+	first := want[0]
+	if err := r.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	want = sqlIDs(t, e, 1)
+	if rows, _, err := q.List(ctx, repo.Page{Size: 4, Offset: 5}, 1); err != nil || !slices.Equal(ids(rows), want[5:9]) {
+		t.Fatalf("offset 5 after a delete: %v, %v; want %v", ids(rows), err, want[5:9])
+	}
+	if n, err := q.Count(context.Background(), 1); err != nil || n != 22 {
 		t.Fatalf("Count = %d, %v", n, err)
 	}
 	if n, err := q.Count(context.Background(), int32(99)); err != nil || n != 0 {
@@ -259,6 +308,9 @@ func TestQuery_badInput(t *testing.T) {
 		"tampered cursor": func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: string(tampered)}, 1); return err },
 		"cursor of 2":     func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: next}, 2); return err },
 		"garbage cursor":  func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, After: "!!"}, 1); return err },
+		"offset -1":       func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, Offset: -1}, 1); return err },
+		"offset 1e9":      func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, Offset: 1e9}, 1); return err },
+		"offset + cursor": func() error { _, _, err := q.List(ctx, repo.Page{Size: 2, Offset: 2, After: next}, 1); return err },
 		"no column": func() error {
 			_, err := repo.NewQuery(r, repo.QueryOf{Name: "x", Where: []string{"colour"}})
 			return err
