@@ -43,6 +43,13 @@ func (e *Entity[T]) now() int64 {
 // this entity's strategy. It is the one place that reads the header: the
 // Lua scripts that test freshness read the same bytes (see entry.go).
 func (e *Entity[T]) classify(b []byte, now int64) view[T] {
+	return e.classifyFetched(fetched[T]{b: b}, now)
+}
+
+// classifyFetched is classify of a GET's reply, whose payload may be
+// decoded already (see fetched).
+func (e *Entity[T]) classifyFetched(f fetched[T], now int64) view[T] {
+	b := f.b
 	if b == nil {
 		return view[T]{state: stateAbsent}
 	}
@@ -59,7 +66,10 @@ func (e *Entity[T]) classify(b []byte, now int64) view[T] {
 		}
 		return vw
 	}
-	if e.c.codec.Unmarshal(payload, &vw.v) != nil {
+	switch {
+	case f.decoded:
+		vw.v = f.v
+	case f.bad || e.c.codec.Unmarshal(payload, &vw.v) != nil:
 		return view[T]{state: stateCorrupt}
 	}
 	vw.found = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,11 @@ import (
 // Entity is a typed handle on one kind of cached value (e.g. "user"),
 // with its Policy. It is safe for concurrent use. Values are returned by
 // copy, but a T holding pointers, slices or maps shares them among the
-// callers of one load: treat results as read-only.
+// callers of one load: treat results as read-only. Concurrent Gets of a
+// key in one process share their GET (group commit); for a T without
+// pointers, slices, maps or interfaces (numbers, strings, time.Time, and
+// arrays and structs of those) its payload is decoded once for all of
+// them, otherwise each decodes its own.
 type Entity[T any] struct {
 	c      *Cache
 	name   string
@@ -29,8 +34,9 @@ type Entity[T any] struct {
 
 	active     atomic.Int64 // loader calls running now
 	flight     flight[T]
-	reads      commitGroup[[]byte] // GETs
-	getEntry   func(context.Context, string) ([]byte, error)
+	reads      commitGroup[fetched[T]] // GETs
+	getEntry   func(context.Context, string) (fetched[T], error)
+	copySafe   bool           // T shares nothing when copied: a shared GET decodes once (see fetched)
 	direct     commitGroup[T] // fail-open loads
 	refreshing sync.Map       // id -> struct{}: refreshes running in this process
 
@@ -68,7 +74,8 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 		lockPX: ms(p.LockTTL),
 		graceM: p.Grace.Milliseconds(),
 	}
-	e.getEntry = func(ctx context.Context, key string) ([]byte, error) { return c.client.Get(ctx, key).Bytes() }
+	e.getEntry = e.fetch
+	e.copySafe = copySafe(reflect.TypeFor[T]())
 	longest := max(time.Duration(float64(p.TTL)*(1+p.Jitter))+p.Grace, time.Duration(float64(p.NullTTL)*(1+p.Jitter)))
 	e.verPX = ms(longest + p.LockTTL + time.Minute)
 	if e.local, err = newLocalTier[T](c, esc, p.Local, e.ctr); err != nil { // near cache

@@ -50,14 +50,14 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 			return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
 		}
 		tk := e.local.ticket(key) // near cache: before the read that may fill it
-		b, err := e.reads.do(ctx, key, e.getEntry)
+		f, err := e.reads.do(ctx, key, e.getEntry)
 		if err = e.redisResult(ctx, err); err != nil {
 			if errors.Is(err, errFailOpen) {
 				return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
 			}
 			return zero, err
 		}
-		vw := e.classify(b, e.now())
+		vw := e.classifyFetched(f, e.now())
 		switch e.decide(ctx, tk, key, &vw) {
 		case serveValue:
 			return vw.v, nil

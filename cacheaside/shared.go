@@ -1,0 +1,62 @@
+package cacheaside
+
+import (
+	"context"
+	"reflect"
+	"time"
+)
+
+// fetched is a GET's reply, shared by the Gets of one commit group batch
+// (see commitGroup). When T is copy-safe the batch's call decodes the
+// payload once and every caller takes its own copy of v; otherwise each
+// caller decodes b itself, so that no two callers share a slice, map or
+// pointer of T.
+type fetched[T any] struct {
+	b       []byte
+	v       T    // b's payload, when decoded
+	decoded bool // v holds b's payload (a value entry of a copy-safe T)
+	bad     bool // b's payload does not decode
+}
+
+// fetch is the GET of the hit path: the entry at key, decoded when T is
+// copy-safe (see fetched).
+func (e *Entity[T]) fetch(ctx context.Context, key string) (fetched[T], error) {
+	b, err := e.c.client.Get(ctx, key).Bytes()
+	f := fetched[T]{b: b}
+	if err != nil || !e.copySafe {
+		return f, err
+	}
+	if h, payload, derr := decodeEntry(b); derr == nil && !h.null {
+		f.bad = e.c.codec.Unmarshal(payload, &f.v) != nil
+		f.decoded = !f.bad
+	}
+	return f, nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// copySafe reports whether a copy of a value of type t shares nothing
+// that a holder could change: no pointer, slice, map, interface, channel
+// or func, in t or in its fields and elements. A time.Time is copy-safe
+// (its *Location is never changed).
+func copySafe(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return copySafe(t.Elem())
+	case reflect.Struct:
+		if t == timeType {
+			return true
+		}
+		for i := range t.NumField() {
+			if !copySafe(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
