@@ -67,10 +67,16 @@ func (e *Entity[T]) classifyFetched(f fetched[T], now int64) view[T] {
 		return vw
 	}
 	switch {
-	case f.decoded:
+	case f.decoded: // by the GET shared with other callers
 		vw.v = f.v
-	case f.bad || e.c.codec.Unmarshal(payload, &vw.v) != nil:
+	case f.bad:
 		return view[T]{state: stateCorrupt}
+	default:
+		v, ok := e.decode(payload)
+		if !ok {
+			return view[T]{state: stateCorrupt}
+		}
+		vw.v = v
 	}
 	vw.found = true
 	switch {

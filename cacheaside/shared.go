@@ -27,10 +27,20 @@ func (e *Entity[T]) fetch(ctx context.Context, key string) (fetched[T], error) {
 		return f, err
 	}
 	if h, payload, derr := decodeEntry(b); derr == nil && !h.null {
-		f.bad = e.c.codec.Unmarshal(payload, &f.v) != nil
-		f.decoded = !f.bad
+		f.v, f.decoded = e.decode(payload)
+		f.bad = !f.decoded
 	}
 	return f, nil
+}
+
+// decode returns payload decoded by the Cache's codec, and whether it
+// decoded. (A function of its own: only its v escapes to the codec, not
+// the caller's larger values.)
+func (e *Entity[T]) decode(payload []byte) (v T, ok bool) {
+	if e.c.codec.Unmarshal(payload, &v) != nil {
+		return v, false
+	}
+	return v, true
 }
 
 var timeType = reflect.TypeFor[time.Time]()
