@@ -229,8 +229,8 @@ func TestGetMany_sharedLoads_invalidatedMidLoad(t *testing.T) {
 	for _, e := range ents {
 		rejected += e.Stats().RejectedSets
 	}
-	// Each invalidated id's first store is refused. A refusal more (seen
-	// once, under -race on a busy machine; its cause was not found) is
+	// Each invalidated id's first store is refused. More refusals (13
+	// once, under -race on a busy machine; their cause was not found) are
 	// the safe side: the loads above are bounded exactly.
 	t.Logf("rejected sets: %d", rejected)
 	if rejected < 10 {
