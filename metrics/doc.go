@@ -65,6 +65,7 @@
 //	asidekit_seqgen_refills_total{generator,mode}  counter, mode = background | sync
 //	asidekit_seqgen_waits_total{generator}
 //	asidekit_query_invalidations_total{query}      counter
+//	asidekit_query_patches_total{query}            counter
 //	asidekit_query_fallbacks_total{query}          counter
 //	asidekit_reads_loads_total{repository,target}  counter, target = replica | primary
 //	asidekit_reads_redirects_total{repository,reason}  counter, reason = lag | unavailable

@@ -15,7 +15,8 @@ type QueryStatser interface {
 // a cached query (repo.NewQuery), read from its Stats at each scrape, with
 // the constant label query=name:
 //
-//	asidekit_query_invalidations_total{query}  generation bumps after writes
+//	asidekit_query_invalidations_total{query}  lists changed by writes (bumped or patched)
+//	asidekit_query_patches_total{query}        lists patched in place (their pages stay cached)
 //	asidekit_query_fallbacks_total{query}      bumps of all the query's lists
 //
 // A fallback (a change whose old filter values were unknown, or a
@@ -29,8 +30,10 @@ func NewQueryCollector(name string, src QueryStatser) prometheus.Collector {
 		panic("metrics: NewQueryCollector with a nil source")
 	}
 	c := newSnapshotCollector("query", "query", name, src.Stats)
-	c.counter(c.desc("invalidations_total", "List generation bumps after writes: of one filter value's lists, or of all lists."),
+	c.counter(c.desc("invalidations_total", "Lists changed by writes: generation bumps (of one filter value's lists, or of all lists) and patches."),
 		func(s repo.QueryStats) float64 { return float64(s.Invalidations) })
+	c.counter(c.desc("patches_total", "Lists patched in place by a write through the repository: their pages stay cached."),
+		func(s repo.QueryStats) float64 { return float64(s.Patches) })
 	c.counter(c.desc("fallbacks_total", "Bumps of all the query's lists: a change whose old filter values were unknown, or a TRUNCATE."),
 		func(s repo.QueryStats) float64 { return float64(s.Fallbacks) })
 	return c

@@ -63,7 +63,7 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 			}
 		}
 		for i := range vs {
-			if err := view.upkeep(ctx, nil, &vs[i]); err != nil {
+			if err := view.upkeep(ctx, nil, &vs[i], nil); err != nil {
 				return err
 			}
 		}
@@ -119,7 +119,7 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 				if old == nil { // no unique key: the row may have existed
 					before = &rowKeys{}
 				}
-				if err := view.upkeep(ctx, before, &batch[i]); err != nil {
+				if err := view.upkeep(ctx, before, &batch[i], nil); err != nil {
 					return err
 				}
 			}

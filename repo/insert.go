@@ -66,7 +66,7 @@ func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, err
 	if res.RowsAffected == 0 {
 		return false, nil
 	}
-	return true, r.upkeep(ctx, nil, v)
+	return true, r.upkeep(ctx, nil, v, nil)
 }
 
 // knownDuplicate reports whether the unique key uk is known to exist,

@@ -54,7 +54,7 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 		return notFoundErr(r.c.name, key)
 	}
 	*v = rows[0]
-	return r.upkeep(ctx, r.existing(before, key), v)
+	return r.upkeep(ctx, r.existing(before, key), v, nil)
 }
 
 // Modify sets columns of the row with primary key id to values or SQL
@@ -117,7 +117,7 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 		}
 		return zero, wrapErr(subject(r.c.name, key)+": modify", ErrConditionFailed)
 	}
-	return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0])
+	return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], nil)
 }
 
 // existing is what a write that found row key in the table knows of it

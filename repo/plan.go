@@ -23,6 +23,10 @@ type rowKeys struct {
 type listKey struct {
 	where, rest string
 	ok          bool
+	// order is the row's order key in the list (orderKey), "" when it has
+	// none (the query is not patchable, a value is inexact, the row is
+	// soft-deleted): a write then bumps the list instead of patching it.
+	order string
 }
 
 // oldKey is a row's key in one lookup; ok is false when the value is
@@ -47,6 +51,12 @@ type rowChange struct {
 	// in that process's retrier (its Redis link cut, ErrAfterCommit), so
 	// the write repairs what that upkeep owed its row (see planChange).
 	earlierApplied bool
+	// seen holds, per declared query, the generations of the lists the
+	// writer read before its COMMIT (by filter values), and idJSON the
+	// row's primary key as JSON: a list found in seen is patched rather
+	// than bumped (see patchOf). nil for every other change.
+	seen   []map[string]string
+	idJSON string
 }
 
 // shape is what of the cache a repository has: a Bloom filter over
@@ -169,7 +179,7 @@ func planLists(p *plan, ch rowChange, n int) {
 			p.allLists[i] = true
 			continue
 		}
-		if before != nil && after != nil && w == now && !moved {
+		if before != nil && after != nil && w.where == now.where && w.rest == now.rest && !moved {
 			continue // the same row, the same place in the same list
 		}
 		if before != nil {
@@ -179,4 +189,28 @@ func planLists(p *plan, ch rowChange, n int) {
 			p.lists[i] = append(p.lists[i], now.where)
 		}
 	}
+}
+
+// patchOf returns the patch of the list where of query i that ch makes,
+// and the generation its writer read before the COMMIT; ok is false when
+// the list is to be bumped: no generation read, no order key for the
+// row's new place, or a change of primary key.
+func (ch rowChange) patchOf(i int, where string) (line, seen string, ok bool) {
+	if i >= len(ch.seen) || ch.idJSON == "" {
+		return "", "", false
+	}
+	if seen, ok = ch.seen[i][where]; !ok {
+		return "", "", false
+	}
+	before, after := ch.before, ch.after
+	if before != nil && after != nil && before.id != "" && before.id != after.id {
+		return "", "", false
+	}
+	if after != nil && i < len(after.lists) && after.lists[i].where == where {
+		if after.lists[i].order == "" {
+			return "", "", false
+		}
+		return patchLine(ch.idJSON, after.lists[i].order), seen, true
+	}
+	return patchLine(ch.idJSON, ""), seen, true // the row left the list
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,10 +68,13 @@ type QueryStats struct {
 	Hits   uint64 // pages and counts served from Redis
 	Misses uint64 // pages and counts not in Redis
 	Loads  uint64 // pages and counts loaded from the database
-	// Invalidations counts generation bumps after writes (of one filter
-	// value's lists, or of all lists), Fallbacks those of all lists: a
-	// change whose old filter values were unknown, or a TRUNCATE.
-	Invalidations, Fallbacks int64
+	// Invalidations counts the lists changed by writes: generation bumps
+	// (of one filter value's lists, or of all lists) and patches.
+	// Fallbacks counts the bumps of all lists: a change whose old filter
+	// values were unknown, or a TRUNCATE. Patches counts the lists patched
+	// in place by a write through the repository (their pages stay
+	// cached).
+	Invalidations, Fallbacks, Patches int64
 }
 
 // Query is a cached query of a repository (see "Cached queries" in the
@@ -86,6 +90,11 @@ type queryEntry[ID comparable] struct {
 	IDs  []ID   `json:"i,omitempty"`
 	Next string `json:"c,omitempty"`
 	N    int64  `json:"n,omitempty"`
+	// K are the order keys of IDs, in a patchable query's window (a page
+	// and the rows after it: patchWindow); More says that the list goes on
+	// past the window.
+	K    []string `json:"k,omitempty"`
+	More bool     `json:"m,omitempty"`
 }
 
 // NewQuery declares the query q on r and returns it. From then on every
@@ -127,6 +136,8 @@ func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, 
 	if c.softDel != nil {
 		l.cols = append(l.cols, c.softDel)
 	}
+	l.softDel = c.softDel
+	l.patchable = !slices.ContainsFunc(l.order, func(f *schema.Field) bool { return !keyable(f) })
 	name := c.name + ".query." + q.Name
 	ent, err := cacheaside.NewEntity[queryEntry[ID]](c.cache, name, q.Policy)
 	if err != nil {
@@ -180,7 +191,7 @@ func (c *core[T, ID]) parseOrder(l *listQuery, s string) error {
 				return fmt.Errorf("%w: query %s: Order %q: %q is not ASC or DESC", ErrInvalid, l.name, s, words[1])
 			}
 		}
-		if hasPK || slicesContains(l.order, f) {
+		if hasPK || slices.Contains(l.order, f) {
 			return fmt.Errorf("%w: query %s: Order %q names %s twice or after the primary key", ErrInvalid, l.name, s, f.DBName)
 		}
 		hasPK = f == c.pk
@@ -194,15 +205,6 @@ func (c *core[T, ID]) parseOrder(l *listQuery, s string) error {
 	return nil
 }
 
-func slicesContains(fs []*schema.Field, f *schema.Field) bool {
-	for _, g := range fs {
-		if g == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Name returns the query's name.
 func (q *Query[T, ID]) Name() string { return q.l.name }
 
@@ -211,7 +213,8 @@ func (q *Query[T, ID]) Stats() QueryStats {
 	s := q.ent.Stats()
 	return QueryStats{
 		Hits: s.Hits, Misses: s.Misses, Loads: s.Loads,
-		Invalidations: q.l.gens.bumps.Load(), Fallbacks: q.l.gens.fallbacks.Load(),
+		Invalidations: q.l.gens.bumps.Load() + q.l.gens.patches.Load(),
+		Fallbacks:     q.l.gens.fallbacks.Load(), Patches: q.l.gens.patches.Load(),
 	}
 }
 
@@ -247,11 +250,24 @@ func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T,
 	if err != nil {
 		return nil, "", err
 	}
-	e, err := q.cached(ctx, where, what, func(ctx context.Context, _ string) (queryEntry[ID], error) {
-		return q.loadPage(ctx, args, after, p.Offset, p.Size, where)
-	})
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, "", err
+	}
+	gen, gerr := q.l.gens.read(ctx, where)
+	var e queryEntry[ID]
+	var ok bool
+	if gerr == nil && q.l.patchable && p.Offset == 0 {
+		if e, ok, err = q.window(ctx, gen, where, args, after, p); err != nil {
+			return nil, "", err
+		}
+	}
+	if !ok {
+		e, err = q.cached(ctx, gen, gerr, where, what, func(ctx context.Context, _ string) (queryEntry[ID], error) {
+			return q.loadPage(ctx, args, after, p.Offset, p.Size, where)
+		})
+		if err != nil {
+			return nil, "", err
+		}
 	}
 	got, err := q.r.GetMany(ctx, e.IDs)
 	if err != nil {
@@ -273,7 +289,11 @@ func (q *Query[T, ID]) Count(ctx context.Context, vals ...any) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e, err := q.cached(ctx, where, "n", func(ctx context.Context, _ string) (queryEntry[ID], error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	gen, gerr := q.l.gens.read(ctx, where)
+	e, err := q.cached(ctx, gen, gerr, where, "n", func(ctx context.Context, _ string) (queryEntry[ID], error) {
 		var n int64
 		err := q.r.retryPlan(func() error { return q.scope(ctx, args).Count(&n).Error })
 		if err != nil {
@@ -285,17 +305,15 @@ func (q *Query[T, ID]) Count(ctx context.Context, vals ...any) (int64, error) {
 }
 
 // cached returns the entry what of the lists of where from the cache of
-// their current generations, or load's. When Redis cannot give the
-// generations, load's answer is returned uncached (fail-open, as for
-// rows); so is an entry whose id is too long for a key (a huge cursor).
-func (q *Query[T, ID]) cached(ctx context.Context, where, what string, load func(context.Context, string) (queryEntry[ID], error)) (queryEntry[ID], error) {
-	if err := ctx.Err(); err != nil {
-		return queryEntry[ID]{}, err
-	}
+// their current generations gen (read with error gerr), or load's. When
+// Redis cannot give the generations, load's answer is returned uncached
+// (fail-open, as for rows); so is an entry whose id is too long for a key
+// (a huge cursor).
+func (q *Query[T, ID]) cached(ctx context.Context, gen generation, gerr error, where, what string, load func(context.Context, string) (queryEntry[ID], error)) (queryEntry[ID], error) {
 	var e queryEntry[ID]
-	all, val, err := q.l.gens.read(ctx, where)
-	if err == nil {
-		id := all + "." + val + "|" + where + "|" + what
+	var err error
+	if gerr == nil {
+		id := gen.all + "." + gen.exact() + "|" + where + "|" + what
 		if _, kerr := q.ent.Key(id); kerr == nil {
 			e, err = q.ent.Get(ctx, id, load)
 			if err != nil {
@@ -312,6 +330,47 @@ func (q *Query[T, ID]) cached(ctx context.Context, where, what string, load func
 		return e, wrapErr("query "+q.l.name, err)
 	}
 	return e, nil
+}
+
+// window returns the keyset page p of a patchable query from the window
+// cached under the base of gen, patched (patchWindow), as a page entry;
+// ok is false when it cannot tell the page (the caller loads it alone).
+func (q *Query[T, ID]) window(ctx context.Context, gen generation, where string, args, after []any, p Page) (e queryEntry[ID], ok bool, err error) {
+	l := q.l
+	lower := ""
+	if after != nil {
+		if lower, ok = l.orderKey(after); !ok {
+			return e, false, nil
+		}
+	}
+	id := gen.all + "." + gen.base + "|" + where + "|w|" + strconv.Itoa(p.Size) + "|" + p.After
+	if _, kerr := q.ent.Key(id); kerr != nil {
+		return e, false, nil
+	}
+	w, err := q.ent.Get(ctx, id, func(ctx context.Context, _ string) (queryEntry[ID], error) {
+		return q.loadWindow(ctx, args, after, p.Size+1+windowSlack)
+	})
+	if err != nil {
+		return e, false, wrapErr("query "+l.name, err)
+	}
+	page, more, ok := patchWindow(w, lower, p.Size, gen.patches)
+	if !ok {
+		return e, false, nil
+	}
+	e.IDs = make([]ID, len(page))
+	for i, r := range page {
+		e.IDs[i] = r.id
+	}
+	if more && len(page) > 0 {
+		vals, vok := l.keyValues(page[len(page)-1].key)
+		if !vok {
+			return e, false, nil
+		}
+		if e.Next, err = l.cursorOf(where, vals); err != nil {
+			return e, false, err
+		}
+	}
+	return e, true, nil
 }
 
 // filter checks vals against the Where columns and returns their
@@ -389,7 +448,49 @@ func (q *Query[T, ID]) scope(ctx context.Context, args []any) *gorm.DB {
 // primary key and the order columns, after the cursor's row or offset
 // rows in, one row more than the page to know whether a next page exists.
 func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, offset, size int, where string) (queryEntry[ID], error) {
-	l, c := q.l, q.r.c
+	rows, err := q.loadRows(ctx, args, after, offset, size+1)
+	if err != nil {
+		return queryEntry[ID]{}, err
+	}
+	var e queryEntry[ID]
+	if len(rows) > size {
+		rows = rows[:size]
+		if e.Next, err = q.l.cursorOf(where, q.l.orderValues(ctx, reflect.ValueOf(&rows[size-1]).Elem())); err != nil {
+			return e, err
+		}
+	}
+	e.IDs = make([]ID, len(rows))
+	for i := range rows {
+		e.IDs[i], _ = q.r.c.idOf(ctx, &rows[i])
+	}
+	return e, nil
+}
+
+// loadWindow reads the first n rows after the cursor's row (ids and
+// order keys: a patchable page's window), and whether more follow.
+func (q *Query[T, ID]) loadWindow(ctx context.Context, args, after []any, n int) (queryEntry[ID], error) {
+	rows, err := q.loadRows(ctx, args, after, 0, n+1)
+	if err != nil {
+		return queryEntry[ID]{}, err
+	}
+	e := queryEntry[ID]{More: len(rows) > n}
+	rows = rows[:min(n, len(rows))]
+	e.IDs, e.K = make([]ID, len(rows)), make([]string, len(rows))
+	for i := range rows {
+		e.IDs[i], _ = q.r.c.idOf(ctx, &rows[i])
+		var ok bool
+		if e.K[i], ok = q.l.orderKey(q.l.orderValues(ctx, reflect.ValueOf(&rows[i]).Elem())); !ok {
+			e.K = nil // not patchable: List loads the page alone
+			break
+		}
+	}
+	return e, nil
+}
+
+// loadRows runs the query's SELECT of the primary key and the order
+// columns: limit rows after the cursor's row, or offset rows in.
+func (q *Query[T, ID]) loadRows(ctx context.Context, args, after []any, offset, limit int) ([]T, error) {
+	l := q.l
 	cols := make([]string, len(l.order))
 	by := make([]clause.OrderByColumn, len(l.order))
 	for i, f := range l.order {
@@ -405,21 +506,7 @@ func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, offset, 
 		if offset > 0 {
 			db = db.Offset(offset)
 		}
-		return db.Clauses(clause.OrderBy{Columns: by}).Limit(size + 1).Find(&rows).Error
+		return db.Clauses(clause.OrderBy{Columns: by}).Limit(limit).Find(&rows).Error
 	})
-	if err != nil {
-		return queryEntry[ID]{}, err
-	}
-	var e queryEntry[ID]
-	if len(rows) > size {
-		rows = rows[:size]
-		if e.Next, err = l.encodeCursor(ctx, where, reflect.ValueOf(&rows[size-1]).Elem()); err != nil {
-			return e, err
-		}
-	}
-	e.IDs = make([]ID, len(rows))
-	for i := range rows {
-		e.IDs[i], _ = c.idOf(ctx, &rows[i])
-	}
-	return e, nil
+	return rows, err
 }

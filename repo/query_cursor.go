@@ -2,7 +2,6 @@ package repo
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -25,12 +24,8 @@ const maxCursor = 4096
 // or taken from another query or filter value. The values are decoded
 // into the columns' Go types, so a value of another type is refused too.
 
-// encodeCursor returns the cursor after row.
-func (q *listQuery) encodeCursor(ctx context.Context, where string, row reflect.Value) (string, error) {
-	vals := make([]any, len(q.order))
-	for i, f := range q.order {
-		vals[i], _ = f.ValueOf(ctx, row)
-	}
+// cursorOf returns the cursor after the row with order values vals.
+func (q *listQuery) cursorOf(where string, vals []any) (string, error) {
 	payload, err := json.Marshal(vals)
 	if err != nil {
 		return "", fmt.Errorf("repo: query %s: cursor: %w", q.name, err)

@@ -57,9 +57,12 @@ func ExampleNewQuery() {
 	}
 	in7, _ := byCategory.Count(ctx, 7)
 	in3, _ := byCategory.Count(ctx, 3)
-	// Five inserts bumped list 7's generation once each, the move 7's and 3's.
-	fmt.Println(in7, in3, byCategory.Stats().Invalidations)
+	// Five inserts changed list 7 once each, the move 7 and 3: seven
+	// invalidations. Five were patches of the cached pages; the first write
+	// of each list found no generation yet, and started one.
+	s := byCategory.Stats()
+	fmt.Println(in7, in3, s.Invalidations, s.Patches)
 	// Output:
 	// [5 4 3 2 1]
-	// 4 1 7
+	// 4 1 7 5
 }

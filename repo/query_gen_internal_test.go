@@ -2,11 +2,13 @@ package repo
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -37,11 +39,11 @@ func TestGenerations_bumpAppliedTwice(t *testing.T) {
 	}
 	gen := func() string {
 		t.Helper()
-		_, val, err := g.read(ctx, where)
+		gen, err := g.read(ctx, where)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return val
+		return gen.exact()
 	}
 	apply := func() { // the same bump, token and all, as a retry sends it
 		t.Helper()
@@ -68,5 +70,75 @@ func TestGenerations_bumpAppliedTwice(t *testing.T) {
 	apply() // the first bump again, late
 	if again := gen(); again == first || again == other {
 		t.Errorf("the bump applied again set generation %q (first %q, the other writer's %q): want a new one", again, first, other)
+	}
+}
+
+// TestPatch_comparesGeneration: two writes move row 5; the first one's
+// upkeep comes after the second's (its process was cut from Redis, or
+// slow). A patch applied in that order would leave the list as the first
+// write left it: row 5 out of list 7, though the second write, the later
+// one, put it in. The first write's patch must find the generation changed
+// since its read before its COMMIT, and bump it instead. Fails with
+// testswitch.PatchCompareOff.
+func TestPatch_comparesGeneration(t *testing.T) {
+	ctx := context.Background()
+	rn := testcontainers.Redis(t)
+	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	keys, err := cacheaside.NewEntity[struct{}](cache, "items.gen.by_grp", cacheaside.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &generations{name: "items.query.by_grp", client: rn.Client, keys: keys}
+	const where = `("7")`
+	start, err := g.read(ctx, where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := queryEntry[int64]{IDs: []int64{1, 2}, K: []string{"01", "02"}} // cached under the base
+
+	run := func(compareOff bool) (generation, []listRow[int64]) {
+		t.Helper()
+		testswitch.PatchCompareOff.Store(compareOff)
+		defer testswitch.PatchCompareOff.Store(false)
+		first := g.seen(ctx, []string{where})[where] // write 1 reads, then commits: 5 leaves 7
+		second := g.seen(ctx, []string{where})[where]
+		// write 2 commits after write 1 (5 joins 7 at key 03), and its upkeep runs first
+		if err := (&patcher{g: g, seen: second, line: patchLine("5", "03")}).Invalidate(ctx, where); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&patcher{g: g, seen: first, line: patchLine("5", "")}).Invalidate(ctx, where); err != nil {
+			t.Fatal(err)
+		}
+		gen, err := g.read(ctx, where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _, ok := patchWindow(window, "", 10, gen.patches)
+		if !ok {
+			t.Fatalf("the window did not patch: %q", gen.patches)
+		}
+		return gen, page
+	}
+	gen, page := run(false)
+	if gen.base == start.base {
+		t.Errorf("the late patch kept base %q (patches %q): want a bump, so that the window reloads", gen.base, gen.patches)
+	}
+	if got := g.patches.Load(); got != 1 {
+		t.Errorf("%d patches, want 1 (the second write's)", got)
+	}
+
+	// The same with the compare off: the late patch lands, and the list
+	// misses row 5.
+	start = gen
+	gen, page = run(true)
+	if gen.base != start.base {
+		t.Fatalf("compare off: the generation was bumped (%q → %q): the switch does not reach the patch", start.base, gen.base)
+	}
+	if slices.ContainsFunc(page, func(r listRow[int64]) bool { return r.id == 5 }) {
+		t.Fatalf("compare off: page %v holds row 5: the stale case did not happen", page)
 	}
 }

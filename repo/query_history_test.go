@@ -24,8 +24,12 @@ import (
 // order (for an offset page: the last of them, all but at most offset).
 func TestQuery_history(t *testing.T) {
 	t.Parallel()
-	if n := queryHistory(t); n != 0 {
+	n, patches := queryHistory(t)
+	if n != 0 {
 		t.Fatalf("%d stale list reads", n)
+	}
+	if patches == 0 {
+		t.Fatal("no write patched a list: the history did not test patches")
 	}
 }
 
@@ -34,7 +38,7 @@ func TestQuery_history(t *testing.T) {
 func TestQuery_history_failsWithoutInvalidation(t *testing.T) {
 	repo.SetListBumpsOff(true)
 	defer repo.SetListBumpsOff(false)
-	if n := queryHistory(t); n == 0 {
+	if n, _ := queryHistory(t); n == 0 {
 		t.Fatal("no stale list read without invalidation: the history test cannot fail")
 	}
 }
@@ -70,8 +74,9 @@ func (h *listHistory) end(id int64, r histRow, applied bool) {
 	h.mu.Unlock()
 }
 
-// queryHistory runs the history and returns the number of stale reads.
-func queryHistory(t *testing.T) int {
+// queryHistory runs the history and returns the number of stale reads
+// and of lists patched in place by writes.
+func queryHistory(t *testing.T) (stale int, patches int64) {
 	const (
 		procs    = 3
 		writers  = 3
@@ -153,7 +158,7 @@ func queryHistory(t *testing.T) int {
 		})
 	}
 	var mu sync.Mutex
-	stale, reads := 0, 0
+	reads := 0
 	var rwg sync.WaitGroup
 	for range readers {
 		rwg.Go(func() {
@@ -237,11 +242,14 @@ func queryHistory(t *testing.T) int {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d list reads, %d stale", reads, stale)
+	for _, q := range qs {
+		patches += q.Stats().Patches
+	}
+	t.Logf("%d list reads, %d stale, %d lists patched by writes", reads, stale, patches)
 	if reads < 20 {
 		t.Fatalf("only %d list reads", reads)
 	}
-	return stale
+	return stale, patches
 }
 
 func copyMap[K comparable, V any](m map[K]V) map[K]V {

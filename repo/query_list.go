@@ -38,6 +38,10 @@ type listQuery struct {
 	order []*schema.Field // the order columns and the primary key
 	desc  []bool          // per order column: descending
 	gens  *generations
+	// patchable says that every order column has an order key (keyable):
+	// writes through the repository patch the lists instead of bumping.
+	patchable bool
+	softDel   *schema.Field // the soft-delete column, or nil
 }
 
 func (l *queryList) all() []*listQuery {
@@ -91,7 +95,17 @@ func (l *queryList) invalidateAll(ctx context.Context) error {
 
 // keyOf returns the place of the row rv in q.
 func (q *listQuery) keyOf(ctx context.Context, rv reflect.Value) listKey {
-	return listKey{where: encodeValues(ctx, rv, q.where), rest: encodeValues(ctx, rv, q.cols), ok: true}
+	k := listKey{where: encodeValues(ctx, rv, q.where), rest: encodeValues(ctx, rv, q.cols), ok: true}
+	if q.patchable && (q.softDel == nil || isNull(q.softDel, ctx, rv)) {
+		k.order, _ = q.orderKey(q.orderValues(ctx, rv))
+	}
+	return k
+}
+
+// isNull reports whether the value of f in rv is NULL.
+func isNull(f *schema.Field, ctx context.Context, rv reflect.Value) bool {
+	v, _ := f.ValueOf(ctx, rv)
+	return canonical(v) == "\x00null"
 }
 
 // encodeValues returns the values of fields in rv as one string, the same

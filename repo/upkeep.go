@@ -32,8 +32,14 @@ func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
 	for i, q := range qs {
 		if p.allLists[i] {
 			w.Invalidate(q.gens, allLists)
-		} else {
-			w.Invalidate(q.gens, p.lists[i]...)
+			continue
+		}
+		for _, where := range p.lists[i] {
+			if line, seen, ok := ch.patchOf(i, where); ok {
+				w.Invalidate(&patcher{g: q.gens, seen: seen, line: line}, where)
+			} else {
+				w.Invalidate(q.gens, where)
+			}
 		}
 	}
 	if c.filter != nil {

@@ -38,11 +38,12 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if err := r.c.checkUniques(ctx, v); err != nil {
 		return err
 	}
+	seen := r.seenLists(ctx, nil, v)
 	if !hasID || r.c.softDel == nil {
 		if err := r.conn(ctx).Create(v).Error; err != nil {
 			return r.writeFailed(ctx, wrapErr(r.c.name+": create", dbErr(err)), rowChange{after: r.c.keysWritten(ctx, v)})
 		}
-		return r.upkeep(ctx, nil, v)
+		return r.upkeep(ctx, nil, v, seen)
 	}
 	res := r.conn(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
@@ -58,7 +59,7 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if res.RowsAffected == 0 {
 		return wrapErr(subject(r.c.name, key)+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
 	}
-	return r.upkeep(ctx, nil, v)
+	return r.upkeep(ctx, nil, v, seen)
 }
 
 // Update writes every column of v to the row with v's primary key (GORM's
@@ -77,6 +78,7 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
+	seen := r.seenLists(ctx, before, v)
 	res := r.conn(ctx).Select("*").Save(v)
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error)),
@@ -85,7 +87,7 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	return r.upkeep(ctx, r.existing(before, key), v)
+	return r.upkeep(ctx, r.existing(before, key), v, seen)
 }
 
 // Put inserts v or, when a row with its primary key exists, overwrites
@@ -115,6 +117,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if before != nil && len(r.c.lookups) == 0 { // not read: the row may be new
 		before.id = ""
 	}
+	seen := r.seenLists(ctx, before, v)
 	// RETURNING reads back what the row holds now: on a conflict GORM
 	// stamps updated_at with a time of its own and keeps created_at, so v's
 	// fields would otherwise differ from the stored row.
@@ -125,7 +128,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", dbErr(err)), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
 	}
-	return r.upkeep(ctx, before, v)
+	return r.upkeep(ctx, before, v, seen)
 }
 
 // Delete deletes the row with primary key id (a soft delete when T has a
@@ -141,6 +144,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
+	seen := r.seenLists(ctx, before, nil)
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": delete", res.Error), rowChange{before: r.existing(before, key)})
@@ -148,7 +152,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	return r.apply(ctx, rowChange{before: r.existing(before, key)})
+	return r.apply(ctx, rowChange{before: r.existing(before, key), seen: seen, idJSON: idJSON(id, seen)})
 }
 
 // keyOfRow returns v's primary key and its cache id; a nil v or a zero key
@@ -166,13 +170,19 @@ func (r *Repository[T, ID]) keyOfRow(ctx context.Context, v *T, op string) (ID, 
 }
 
 // upkeep queues (or runs) the cache work of a write that left row in the
-// table in place of before (nil: no row before).
-func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T) error {
+// table in place of before (nil: no row before); seen are the list
+// generations the write read before its statement (seenLists), or nil.
+func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T, seen []map[string]string) error {
 	after, err := r.c.keysOfRow(ctx, row)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
 	}
-	return r.apply(ctx, rowChange{before: before, after: after})
+	ch := rowChange{before: before, after: after, seen: seen}
+	if seen != nil {
+		id, _ := r.c.idOf(ctx, row)
+		ch.idJSON = idJSON(id, seen)
+	}
+	return r.apply(ctx, ch)
 }
 
 // apply queues (or runs) the cache work of ch.

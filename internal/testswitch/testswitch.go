@@ -28,3 +28,9 @@ var ReplicaLSNOff atomic.Bool
 // applied twice (a retried command whose first reply was lost) from
 // bringing back a generation that another bump replaced meanwhile.
 var GenCounterOff atomic.Bool
+
+// PatchCompareOff makes a write's patch of a cached query's list compare
+// the list's generation with the value it has just before the patch, not
+// with the one the write read before its COMMIT (package repo): a write
+// whose upkeep comes after a later write's then patches over it.
+var PatchCompareOff atomic.Bool
