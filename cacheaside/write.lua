@@ -22,8 +22,15 @@
 -- writer's) never brings back a version a load may still hold, so that
 -- load's fill stays refused.
 --
--- Returns the number of ids written.
+-- ARGV[4n+1], optional, for a call of one id (SetIfVersion): the version
+-- the caller read before its write; the entry is stored only if the
+-- version is still that one ("" for none), and deleted otherwise.
+--
+-- Returns the number of ids written; with ARGV[4n+1], 1 if the entry was
+-- stored, 0 if it was deleted.
 local n = #KEYS / 2
+local expect = ARGV[4 * n + 1]
+local stored = 0
 for i = 0, n - 1 do
   local key, verKey, a = KEYS[2 * i + 1], KEYS[2 * i + 2], 4 * i
   local ver = ARGV[a + 1]
@@ -40,10 +47,14 @@ for i = 0, n - 1 do
   local base, at = string.match(ver, '^([^@]*)(.*)$')
   ver = base .. '#' .. n .. at
   redis.call('SET', verKey, ver, 'PX', ARGV[a + 2])
-  if ARGV[a + 3] == '' then
+  if ARGV[a + 3] == '' or (expect and (old or '') ~= expect) then
     redis.call('DEL', key)
   else
     redis.call('SET', key, ARGV[a + 3], 'PX', ARGV[a + 4])
+    stored = 1
   end
+end
+if expect then
+  return stored
 end
 return n

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 )
 
 // checkLists judges every list read (OpList) against the list workload's
@@ -26,14 +25,14 @@ import (
 // committed while its list invalidations were lost (only repo/cdc would
 // see it) or are still pending in another process's background retry.
 // The lists of the groups the row left and joined then stay as they were
-// until a later bump of their generation, and a later write of the row
-// that keeps it in its group bumps nothing (repo's rule: a change that
-// does not move a row leaves its lists alone). So until then a read of
-// such a group may list the row and need not, whatever the row's later
-// writes that kept it there: a group is healed only by a write (of any
-// row) certain to have bumped it, that began after the lossy write ended
-// and completed before the read began (bumps). Ids must come in the
-// query's order (ascending), each once.
+// until that retry: writes of the list's other rows patch it in place
+// (repo's list patches are per row), and a later write of the row that
+// does not move it changes nothing (repo's rule: a change that does not
+// move a row leaves its lists alone). So until then a read of such a
+// group may list the row and need not, whatever the row's later writes
+// that kept it there: the row is settled in a group only by a write of
+// the row certain to have patched (or bumped) that group, completed
+// before the read began (rowHealed). Ids must come in the query's order (ascending), each once.
 func checkLists(ops []Op) (reads int, vs []Violation) {
 	writes := map[int64][]*Op{}           // per row, by version
 	members := map[int64]map[int64]bool{} // per group: every row that may have been in it
@@ -54,7 +53,6 @@ func checkLists(ops []Op) (reads int, vs []Violation) {
 	for _, ws := range writes {
 		sort.Slice(ws, func(i, j int) bool { return ws[i].Versions[0] < ws[j].Versions[0] })
 	}
-	bumps := certainBumps(writes)
 	for i := range ops {
 		r := &ops[i]
 		if r.Kind != OpList || r.Err != "" {
@@ -75,7 +73,7 @@ func checkLists(ops []Op) (reads int, vs []Violation) {
 				bad(id, fmt.Sprintf("proc %d listed group %d at %v out of order: %d after %d", r.Proc, g, r.Start, id, r.Keys[k-1]), nil)
 			}
 			listed[id] = true
-			if may, _, req := listAllowed(r, g, writes[id], bumps[g]); !may {
+			if may, _, req := listAllowed(r, g, writes[id]); !may {
 				bad(id, fmt.Sprintf("proc %d listed row %d in group %d at %v, but %s", r.Proc, id, g, r.Start, describe(req, id)), req)
 			}
 		}
@@ -83,7 +81,7 @@ func checkLists(ops []Op) (reads int, vs []Violation) {
 			if listed[id] {
 				continue
 			}
-			if _, must, req := listAllowed(r, g, writes[id], bumps[g]); must {
+			if _, must, req := listAllowed(r, g, writes[id]); must {
 				bad(id, fmt.Sprintf("proc %d listed group %d at %v without row %d, but %s", r.Proc, g, r.Start, id, describe(req, id)), req)
 			}
 		}
@@ -94,9 +92,8 @@ func checkLists(ops []Op) (reads int, vs []Violation) {
 
 // listAllowed reports whether the read r of group g may list the row
 // whose writes are ws (by version), and whether it must; req is the
-// newest write that completed before r began (nil: none). bumps are the
-// writes certain to have bumped g's generation.
-func listAllowed(r *Op, g int64, ws []*Op, bumps *bumpSet) (may, must bool, req *Op) {
+// newest write that completed before r began (nil: none).
+func listAllowed(r *Op, g int64, ws []*Op) (may, must bool, req *Op) {
 	n := sort.Search(len(ws), func(i int) bool { return ws[i].End >= r.Start })
 	ri := n - 1
 	for ri >= 0 && ws[ri].Applied != Yes {
@@ -121,7 +118,7 @@ func listAllowed(r *Op, g int64, ws []*Op, bumps *bumpSet) (may, must bool, req 
 		if w.Applied != Maybe && w.Applied != Committed {
 			continue
 		}
-		if (w.Value == g || slices.Contains(statesBefore(ws, j), g)) && !bumps.healed(w, r) {
+		if (w.Value == g || slices.Contains(statesBefore(ws, j), g)) && !rowHealed(ws, j, ri, g) {
 			may, must = true, false
 		}
 	}
@@ -146,57 +143,28 @@ func statesBefore(ws []*Op, j int) []int64 {
 	return append(out, 0)
 }
 
-// bumpSet is the writes certain to have bumped one group's generation,
-// by start, with the earliest end of each suffix.
-type bumpSet struct {
-	starts, minEnd []time.Duration
-}
-
-// certainBumps returns, per group, the writes certain to have bumped its
-// lists' generation: writes that returned nil and moved their row (every
-// state it may have been in before differs from the one after) into the
-// group, or out of it (the row was certainly in it before). A create that
-// returned nil bumps its group whatever came before.
-func certainBumps(writes map[int64][]*Op) map[int64]*bumpSet {
-	by := map[int64][]*Op{}
-	for _, ws := range writes {
-		for j, w := range ws {
-			if w.Applied != Yes {
-				continue
-			}
-			before := statesBefore(ws, j)
-			if w.Value != 0 && (w.Token == "create" || !slices.Contains(before, w.Value)) {
-				by[w.Value] = append(by[w.Value], w)
-			}
-			if len(before) == 1 && before[0] != 0 && before[0] != w.Value {
-				by[before[0]] = append(by[before[0]], w)
-			}
+// rowHealed reports whether a write of the row among ws[j+1 : ri+1]
+// (those that completed before the read; writes of a row are serialised,
+// so they began after the lossy write ws[j] ended) returned nil and
+// certainly changed the row's place in
+// group g: it moved the row into g (or created it there) from a place
+// certainly elsewhere, or out of g from a place certainly in it. Its
+// patch (or bump) of g then says where the row is, whatever ws[j] left.
+func rowHealed(ws []*Op, j, ri int, g int64) bool {
+	for k := j + 1; k <= ri; k++ {
+		w := ws[k]
+		if w.Applied != Yes {
+			continue
+		}
+		before := statesBefore(ws, k)
+		if w.Value == g && (w.Token == "create" || !slices.Contains(before, g)) {
+			return true
+		}
+		if w.Value != g && len(before) == 1 && before[0] == g {
+			return true
 		}
 	}
-	sets := make(map[int64]*bumpSet, len(by))
-	for g, bs := range by {
-		sort.Slice(bs, func(i, j int) bool { return bs[i].Start < bs[j].Start })
-		s := &bumpSet{starts: make([]time.Duration, len(bs)), minEnd: make([]time.Duration, len(bs))}
-		for i := len(bs) - 1; i >= 0; i-- {
-			s.starts[i], s.minEnd[i] = bs[i].Start, bs[i].End
-			if i+1 < len(bs) {
-				s.minEnd[i] = min(s.minEnd[i], s.minEnd[i+1])
-			}
-		}
-		sets[g] = s
-	}
-	return sets
-}
-
-// healed reports whether one of the group's bumps began after the lossy
-// write w ended, so after its commit, and completed before the read r
-// began: the group's pages r can see were loaded after w.
-func (s *bumpSet) healed(w, r *Op) bool {
-	if s == nil {
-		return false
-	}
-	i := sort.Search(len(s.starts), func(i int) bool { return s.starts[i] > w.End })
-	return i < len(s.starts) && s.minEnd[i] < r.Start
+	return false
 }
 
 // describe says what the write req left row id as.

@@ -69,6 +69,19 @@ type Options struct {
 	// either way, counted and logged (GetAfterCommitStats).
 	AfterCommitErrors bool
 
+	// WriteThrough makes Create (of a row with its primary key set),
+	// Update and Put store the row as stored (they read it back with
+	// RETURNING *, and v holds it on return) in the cache after their
+	// COMMIT, instead of invalidating it: the next Get, or a cached
+	// list's GetMany, of the row costs no SELECT. The row is stored only if
+	// its version is still the one the write read before its statement
+	// (cacheaside's SetIfVersion), so writes whose upkeeps run out of
+	// commit order leave the row invalidated, never older. Not in a
+	// transaction's view, and not for a T with an AfterFind hook (a load
+	// would return the row changed by it). Default false: writes
+	// invalidate the row, and the next read loads it.
+	WriteThrough bool
+
 	// ReadDB, when set, is a read-only *gorm.DB on a streaming replica of
 	// the primary: cache misses of Get and GetMany load from it when it
 	// has replayed every write they must see (see ReadStats and "Read

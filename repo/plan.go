@@ -1,5 +1,7 @@
 package repo
 
+import "github.com/asidekit/asidekit/internal/rowchange"
+
 // This file holds the one rule of what a committed row change does to the
 // cache. Every writer (Create, Put, Update, Delete, the Many forms,
 // InsertIfAbsent, transactions) and the change-data-capture bridge describe
@@ -57,6 +59,9 @@ type rowChange struct {
 	// than bumped (see patchOf). nil for every other change.
 	seen   []map[string]string
 	idJSON string
+	// fill, when set, stores the row after the change instead of
+	// invalidating its id (fillTarget); nil for every other change.
+	fill rowchange.Invalidator
 }
 
 // shape is what of the cache a repository has: a Bloom filter over

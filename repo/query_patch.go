@@ -207,12 +207,10 @@ func patchWindow[ID comparable](e queryEntry[ID], lower string, size int, lines 
 // seenLists reads, before a write's statement, the generations of the
 // lists of its patchable queries that the row leaves (before's) and joins
 // (row's; nil for a delete), so that its upkeep can patch them: one round
-// trip per such query. nil in a transaction's view, whose COMMIT comes
-// later and may end unknown (an unknown outcome bumps: a patch would list
-// a change that may not exist), and without patchable queries.
+// trip per such query; nil without patchable queries.
 func (r *Repository[T, ID]) seenLists(ctx context.Context, before *rowKeys, row *T) []map[string]string {
 	qs := r.c.lists.all()
-	if r.tx != nil || !slices.ContainsFunc(qs, func(q *listQuery) bool { return q.patchable }) {
+	if !slices.ContainsFunc(qs, func(q *listQuery) bool { return q.patchable }) {
 		return nil
 	}
 	out := make([]map[string]string, len(qs))
@@ -240,12 +238,9 @@ func (r *Repository[T, ID]) seenLists(ctx context.Context, before *rowKeys, row 
 	return out
 }
 
-// idJSON returns id as JSON for a patch line; "" without seen generations
-// (no patch) or when id does not marshal.
-func idJSON(id any, seen []map[string]string) string {
-	if seen == nil {
-		return ""
-	}
+// idJSON returns id as JSON for a patch line; "" (no patch) when id does
+// not marshal.
+func idJSON(id any) string {
 	b, err := json.Marshal(id)
 	if err != nil {
 		return ""

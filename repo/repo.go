@@ -50,6 +50,8 @@ type core[T any, ID comparable] struct {
 	readCols clause.Select // the SELECT list of a row read (selectCols)
 	// reportAfterCommit is Options.AfterCommitErrors.
 	reportAfterCommit bool
+	// writeThrough is Options.WriteThrough, off for a T with AfterFind.
+	writeThrough bool
 	// reads routes the loads of misses to replicas; nil without one.
 	reads *reads
 	// lists are the queries declared by NewQuery (the one field that
@@ -109,6 +111,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 		cache:             cache,
 		batch:             o.BatchSize,
 		reportAfterCommit: o.AfterCommitErrors,
+		writeThrough:      o.WriteThrough && !sch.AfterFind,
 	}
 	c.claimErr = unchecked
 	if c.reads, err = newReads(db, o); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 
@@ -117,5 +118,13 @@ func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *rowchange.Work) e
 		return nil
 	}
 	afterCommitLSN(ctx, r.c.db, u)
+	if h := beforeUpkeep.Load(); h != nil {
+		(*h)()
+	}
 	return runAfterCommit(ctx, u, r.c.reportAfterCommit)
 }
+
+// beforeUpkeep, when set (by a test), runs between a write's COMMIT and
+// its cache upkeep: a test delays upkeeps with it, so that they run out
+// of commit order.
+var beforeUpkeep atomic.Pointer[func()]

@@ -45,7 +45,11 @@ func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
 	if c.filter != nil {
 		w.Add(c.filter, c.name, p.filterIDs...)
 	}
-	w.Invalidate(c.ent, p.ids...)
+	if ch.fill != nil && ch.after != nil && len(p.ids) == 1 && p.ids[0] == ch.after.id {
+		w.Invalidate(ch.fill, p.ids[0])
+	} else {
+		w.Invalidate(c.ent, p.ids...)
+	}
 	for i, l := range c.lookups {
 		if l.filter != nil {
 			w.Add(l.filter, l.name, p.adds[i]...)

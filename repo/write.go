@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // Create inserts v (GORM's Create, which fills in the generated primary
@@ -38,14 +39,14 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if err := r.c.checkUniques(ctx, v); err != nil {
 		return err
 	}
-	seen := r.seenLists(ctx, nil, v)
+	seen := r.seen(ctx, nil, v, key)
 	if !hasID || r.c.softDel == nil {
-		if err := r.conn(ctx).Create(v).Error; err != nil {
+		if err := r.returning(r.conn(ctx)).Create(v).Error; err != nil {
 			return r.writeFailed(ctx, wrapErr(r.c.name+": create", dbErr(err)), rowChange{after: r.c.keysWritten(ctx, v)})
 		}
 		return r.upkeep(ctx, nil, v, seen)
 	}
-	res := r.conn(ctx).Clauses(clause.OnConflict{
+	res := r.returning(r.conn(ctx)).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
 		UpdateAll: true,
 		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
@@ -78,8 +79,8 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	seen := r.seenLists(ctx, before, v)
-	res := r.conn(ctx).Select("*").Save(v)
+	seen := r.seen(ctx, before, v, key)
+	res := r.returning(r.conn(ctx)).Select("*").Save(v)
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysWritten(ctx, v)})
@@ -117,7 +118,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if before != nil && len(r.c.lookups) == 0 { // not read: the row may be new
 		before.id = ""
 	}
-	seen := r.seenLists(ctx, before, v)
+	seen := r.seen(ctx, before, v, key)
 	// RETURNING reads back what the row holds now: on a conflict GORM
 	// stamps updated_at with a time of its own and keeps created_at, so v's
 	// fields would otherwise differ from the stored row.
@@ -144,7 +145,7 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	seen := r.seenLists(ctx, before, nil)
+	seen := r.seen(ctx, before, nil, "")
 	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": delete", res.Error), rowChange{before: r.existing(before, key)})
@@ -152,7 +153,11 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
 	}
-	return r.apply(ctx, rowChange{before: r.existing(before, key), seen: seen, idJSON: idJSON(id, seen)})
+	ch := rowChange{before: r.existing(before, key)}
+	if seen != nil && seen.lists != nil {
+		ch.seen, ch.idJSON = seen.lists, idJSON(id)
+	}
+	return r.apply(ctx, ch)
 }
 
 // keyOfRow returns v's primary key and its cache id; a nil v or a zero key
@@ -170,17 +175,24 @@ func (r *Repository[T, ID]) keyOfRow(ctx context.Context, v *T, op string) (ID, 
 }
 
 // upkeep queues (or runs) the cache work of a write that left row in the
-// table in place of before (nil: no row before); seen are the list
-// generations the write read before its statement (seenLists), or nil.
-func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T, seen []map[string]string) error {
+// table in place of before (nil: no row before). seen is what the write
+// read before its statement (Repository.seen), or nil: with it, the
+// upkeep patches the lists and, when row is the row as stored
+// (RETURNING), stores it.
+func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T, seen *seenBefore) error {
 	after, err := r.c.keysOfRow(ctx, row)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
 	}
-	ch := rowChange{before: before, after: after, seen: seen}
+	ch := rowChange{before: before, after: after}
 	if seen != nil {
 		id, _ := r.c.idOf(ctx, row)
-		ch.idJSON = idJSON(id, seen)
+		if seen.lists != nil {
+			ch.seen, ch.idJSON = seen.lists, idJSON(id)
+		}
+		if seen.fill && !testswitch.RowFillOff.Load() {
+			ch.fill = &fillTarget[T]{ent: r.c.ent, version: seen.version, row: *row}
+		}
 	}
 	return r.apply(ctx, ch)
 }

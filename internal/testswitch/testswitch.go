@@ -34,3 +34,14 @@ var GenCounterOff atomic.Bool
 // with the one the write read before its COMMIT (package repo): a write
 // whose upkeep comes after a later write's then patches over it.
 var PatchCompareOff atomic.Bool
+
+// RowFillOff makes a write through the repository invalidate its row
+// after its COMMIT instead of storing the row as stored (package repo).
+var RowFillOff atomic.Bool
+
+// FillCompareOff makes a write-through store of a written row
+// (repo.Options.WriteThrough) compare the row's version with the value it
+// has just before the store, not with the one the write read before its
+// COMMIT (package repo): a write whose upkeep comes after a later write's
+// then stores its older row over the newer one.
+var FillCompareOff atomic.Bool

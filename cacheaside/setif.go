@@ -1,0 +1,67 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Version returns id's version token ("" when it has none): what a write
+// reads before it changes the source of truth, to store its new value
+// afterwards with SetIfVersion. One GET.
+func (e *Entity[T]) Version(ctx context.Context, id string) (string, error) {
+	key, err := e.key(id)
+	if err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	v, err := e.c.client.Get(ctx, key+":ver").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cacheaside: version of %s %q: %w", e.name, id, err)
+	}
+	return v, nil
+}
+
+// SetIfVersion is the write-through form of Set for a writer that read
+// id's version (Version) before it changed the source of truth: it stores
+// v if the version is still that one, and otherwise deletes the entry, as
+// Invalidate does. Either way it replaces the version, so that no load
+// that began before it can store over it. stored reports which it did.
+//
+// Why a write's own value is safe to store: any other invalidation of id
+// after the writer's read (another writer's upkeep, a change that
+// repo/cdc applies) replaces the version, and SetIfVersion then deletes.
+// So two writers whose upkeeps run out of commit order never leave the
+// older value cached. With Options.ReplicaAcks, or when the breaker is
+// open, it invalidates instead; on a Redis failure it queues an
+// invalidation for background retry and the error matches
+// ErrInvalidationPending, as Set's does. A value that cannot be stored (too
+// large, or the codec fails) is not stored: id is invalidated.
+func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (stored bool, err error) {
+	key, err := e.key(id)
+	if err != nil {
+		return false, err
+	}
+	if e.c.acks.n != 0 || !e.c.br.Allow() {
+		return false, e.Invalidate(ctx, id)
+	}
+	entry, px, err := e.makeEntry(v, true, 0)
+	if err != nil { // too large, or the codec failed: the old value must still go
+		return false, e.Invalidate(ctx, id)
+	}
+	lsn := writeLSN(ctx)
+	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
+	n, err := writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, versionToken(lsn), e.verPX, entry, px, version).Int()
+	if e.redisResult(ctx, err) == nil {
+		return n == 1, nil
+	}
+	e.c.retry.add([]pending{{key: key, verPX: e.verPX, ctr: e.ctr, lsn: lsn}})
+	return false, fmt.Errorf("%w: set %s %q: %w", ErrInvalidationPending, e.name, id, err)
+}

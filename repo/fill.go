@@ -1,0 +1,78 @@
+package repo
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
+)
+
+// This file holds the write-through of rows (Options.WriteThrough): a
+// write through the repository that read the row back as stored
+// (RETURNING) stores it in the entity cache after its COMMIT, instead of
+// invalidating it, so that the next read of the row (a Get, a list's
+// GetMany) costs no SELECT.
+
+// seenBefore is what a write read of the cache before its statement, so
+// that its upkeep can patch lists (seenLists) and store its row (version)
+// rather than invalidate them.
+type seenBefore struct {
+	lists   []map[string]string
+	version string
+	fill    bool // version was read: the row may be stored
+}
+
+// seen reads, before a write's statement, the list generations and the
+// version of the row with cache id key ("" when the database generates
+// it) that the upkeep of the write needs; nil in a transaction's view,
+// whose COMMIT comes later and may end with an unknown outcome, after
+// which nothing may be stored or patched.
+func (r *Repository[T, ID]) seen(ctx context.Context, before *rowKeys, row *T, key string) *seenBefore {
+	if r.tx != nil {
+		return nil
+	}
+	s := &seenBefore{lists: r.seenLists(ctx, before, row)}
+	if r.c.writeThrough && key != "" && row != nil {
+		v, err := r.c.ent.Version(ctx, key)
+		s.version, s.fill = v, err == nil
+	}
+	return s
+}
+
+// fillTarget stores a write's row after its COMMIT if the row's version
+// is still the one read before it (cacheaside's SetIfVersion), else
+// invalidates it: an after-commit invalidation (rowchange.Invalidator).
+// Run again (a retry), it finds the version replaced, and invalidates.
+type fillTarget[T any] struct {
+	ent     *cacheaside.Entity[T]
+	version string
+	row     T
+}
+
+func (f *fillTarget[T]) Name() string { return f.ent.Name() }
+
+func (f *fillTarget[T]) Invalidate(ctx context.Context, ids ...string) error {
+	for _, id := range ids {
+		version := f.version
+		if testswitch.FillCompareOff.Load() {
+			version, _ = f.ent.Version(ctx, id)
+		}
+		if _, err := f.ent.SetIfVersion(ctx, id, version, f.row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// returning is db reading the written row back (RETURNING *) when the
+// repository writes through, so that the row it stores is the row as
+// stored (defaults, triggers, the database's precision).
+func (r *Repository[T, ID]) returning(db *gorm.DB) *gorm.DB {
+	if !r.c.writeThrough {
+		return db
+	}
+	return db.Clauses(clause.Returning{})
+}
