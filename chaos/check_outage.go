@@ -61,6 +61,10 @@ func checkOutage(ops []Op, faults []Fault) (n int, vs []Violation, errs counts) 
 		}
 		errs[op.ErrKind]++
 		switch {
+		case op.ErrKind == "terminated":
+			// A pg_terminate fault ended the pooled connection the call
+			// drew: its effect outlasts the instant the fault is recorded
+			// at, so redisOutage cannot exclude the call by time.
 		case op.Kind == OpSerial:
 			vs = append(vs, Violation{Check: "outage", At: op.Start, Ops: []int{op.ID},
 				Msg: fmt.Sprintf("proc %d: no serial while its Redis was down (PostgreSQL up): %s", op.Proc, op.Err)})

@@ -38,13 +38,13 @@ func errKind(err error) string {
 		return "breaker_open"
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return "timeout"
+	case strings.Contains(err.Error(), "SQLSTATE 57P01"): // admin_shutdown: pg_terminate_backend
+		return "terminated"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
 		strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "conn closed"):
 		return "conn"
-	case strings.Contains(err.Error(), "SQLSTATE 57P01"): // admin_shutdown: pg_terminate_backend
-		return "terminated"
 	}
 	return "other"
 }

@@ -97,7 +97,7 @@ func newListWorkload(ctx context.Context, rn *run) (*listWorkload, error) {
 		var rs []*repo.Repository[ListItem, int64]
 		var qs []*repo.Query[ListItem, int64]
 		for _, s := range listStrategies {
-			r, err := repo.New[ListItem, int64](p.db, p.cache, &repo.Options{Name: entityName("lists", s), Policy: policy(s), AfterCommitErrors: true})
+			r, err := repo.New[ListItem, int64](p.db, p.cache, &repo.Options{Name: entityName("lists", s), Policy: policy(s), AfterCommitErrors: true, WriteThrough: true})
 			if err != nil {
 				return nil, err
 			}

@@ -110,9 +110,11 @@ func newProcess(id int, e *env) (p *process, err error) {
 	if p.cache, err = cacheaside.New(p.cacheRDB, &cacheaside.Options{Namespace: e.ns, Observer: p.loads}); err != nil {
 		return nil, err
 	}
-	for _, s := range strategies {
+	for si, s := range strategies {
+		// Every other strategy's items write through (a write stores its
+		// row): the reads check covers both upkeeps under the faults.
 		r, err := repo.New[Item, int64](p.db, p.cache, &repo.Options{Name: entityName("items", s), Policy: policy(s),
-			Filter: filterOptions(e.ns), AfterCommitErrors: true})
+			Filter: filterOptions(e.ns), AfterCommitErrors: true, WriteThrough: si%2 == 1})
 		if err != nil {
 			return nil, err
 		}

@@ -132,6 +132,22 @@
 // generation (a SET of a new token and a count): O(1) per write, however
 // many pages are cached.
 //
+// A write through the repository outside a transaction patches instead
+// of bumping, when every order column is an integer, a boolean or a time
+// (Go orders them as PostgreSQL does; a string column's order depends on
+// its collation): before its statement it reads the generations of the
+// lists it will change (one GET each, pipelined), and after its COMMIT it
+// appends to each a line saying where its row now is ("row 42 at order
+// key k" or "row 42 not in this list") if the generation is still the
+// value it read, and bumps it otherwise (one script per list). A keyset
+// page of such a query is cached under the generation's first part (its
+// token) as a window: its ids, their order keys and 16 rows more; a
+// reader applies the lines to the window, so pages stay cached through
+// writes. A window that removals left too short to fill its page is read
+// alone. After 32 lines the next write bumps. Offset pages and counts are
+// cached under the whole generation (token and number of lines), so any
+// write of their list reloads them.
+//
 // Why a list read never misses a write that completed before it began:
 // the writer bumps a generation only after its COMMIT, and returns only
 // after the bump. A read that begins after the write completed therefore
@@ -147,12 +163,26 @@
 // never the one another writer's bump replaced meanwhile. Writes seen
 // through repo/cdc follow within the CDC lag.
 //
+// Why patches keep that promise: a line is appended only after the
+// write's COMMIT and before it returns, so a read that begins after the
+// write completed reads it. A line states its row's place after the write,
+// whatever the window held, so applying it to a window loaded before or
+// after the COMMIT gives the same list. And lines land in commit order: a
+// write appends only if no other line or bump landed since it read the
+// generation before its COMMIT, so the upkeep of an earlier write that
+// comes after a later write's (its process was slow, or its Redis link
+// cut) finds the generation changed, and bumps. Writes in a transaction's
+// view and writes of unknown outcome bump: their COMMIT may not have
+// happened, and a line would list a change that may not exist. So do
+// Modify, UpdateColumns, the Many forms and InsertIfAbsent.
+//
 // The limits: a write's old filter values are read before the write
 // (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a
 // repository with queries). In a transaction on PostgreSQL that read
 // locks the row; outside one, two writers that move the same row at the
 // same moment may leave the list the row passed through stale until a
-// later write of that list or the page's TTL: run such writes in a
+// later write that moves the row into or out of that list, or the page's
+// TTL: run such writes in a
 // Transaction. The rows of a page are read after its ids, so a row
 // changed meanwhile comes as it is now, and one deleted meanwhile is left
 // out. Filter values may not be nil (lists of NULL are not cached) and
@@ -164,8 +194,10 @@
 // COMMIT may have landed bumps nothing, and one that returns (or would
 // return, see Options.AfterCommitErrors) ErrAfterCommit leaves its bumps
 // to the background retry: until repo/cdc or that retry bumps them, the
-// lists its row left and joined may stay as they were, even past a later
-// write of the row that succeeds but does not move it (it bumps nothing).
+// lists its row left and joined may stay as they were for that row, even
+// past a later write of the row that succeeds but does not move it (it
+// changes no list) and past writes of the lists' other rows (they patch
+// their own rows), until a later write moves the row into or out of them.
 //
 // # Ownership
 //
