@@ -34,10 +34,16 @@ func (r *Repository[T, ID]) seen(ctx context.Context, before *rowKeys, row *T, k
 	if r.tx != nil {
 		return nil
 	}
-	s := &seenBefore{lists: r.seenLists(ctx, before, row)}
+	s := &seenBefore{}
 	if r.c.writeThrough && key != "" && row != nil {
 		v, err := r.c.ent.Version(ctx, key)
-		s.version, s.fill = v, err == nil
+		if err != nil {
+			return nil // Redis is failing: the upkeep invalidates and bumps
+		}
+		s.version, s.fill = v, true
+	}
+	if s.lists = r.seenLists(ctx, before, row); s.lists == nil && !s.fill {
+		return nil
 	}
 	return s
 }

@@ -21,17 +21,8 @@ import (
 // found such lists stale for 0.4 s). Fails with testswitch.GenCounterOff.
 func TestGenerations_bumpAppliedTwice(t *testing.T) {
 	ctx := context.Background()
-	rn := testcontainers.Redis(t)
-	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cache.Close() })
-	keys, err := cacheaside.NewEntity[struct{}](cache, "items.gen.by_grp", cacheaside.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &generations{name: "items.query.by_grp", client: rn.Client, keys: keys}
+	g, rn := testGenerations(t)
+	keys := g.keys
 	const where = `("3")`
 	key, err := keys.Key(where)
 	if err != nil {
@@ -82,17 +73,7 @@ func TestGenerations_bumpAppliedTwice(t *testing.T) {
 // testswitch.PatchCompareOff.
 func TestPatch_comparesGeneration(t *testing.T) {
 	ctx := context.Background()
-	rn := testcontainers.Redis(t)
-	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cache.Close() })
-	keys, err := cacheaside.NewEntity[struct{}](cache, "items.gen.by_grp", cacheaside.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &generations{name: "items.query.by_grp", client: rn.Client, keys: keys}
+	g, _ := testGenerations(t)
 	const where = `("7")`
 	start, err := g.read(ctx, where)
 	if err != nil {
@@ -141,4 +122,21 @@ func TestPatch_comparesGeneration(t *testing.T) {
 	if slices.ContainsFunc(page, func(r listRow[int64]) bool { return r.id == 5 }) {
 		t.Fatalf("compare off: page %v holds row 5: the stale case did not happen", page)
 	}
+}
+
+// testGenerations returns the generations of a query on a Redis of the
+// test's own.
+func testGenerations(t *testing.T) (*generations, *testcontainers.RedisNamespace) {
+	t.Helper()
+	rn := testcontainers.Redis(t)
+	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cache.Close() })
+	keys, err := cacheaside.NewEntity[struct{}](cache, "items.gen.by_grp", cacheaside.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &generations{name: "items.query.by_grp", client: rn.Client, keys: keys}, rn
 }

@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -237,4 +238,31 @@ func writeThroughHistory(t *testing.T) (stale int) {
 		t.Fatalf("only %d reads", len(reads))
 	}
 	return stale
+}
+
+// Redis gone: a write that writes through is done, says that its upkeep
+// failed, and the next read loads the row as written.
+func TestWriteThrough_deadRedis(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.wtRows(t, e.cache) // the table
+	srv := testcontainersRedisServer(t)
+	r, err := repo.New[wtRow, int64](e.db, newCacheOn(t, srv.client, e.ns),
+		&repo.Options{WriteThrough: true, AfterCommitErrors: true, Ownership: repo.OwnershipShared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v := wtRow{ID: 7, Name: "before", At: time.Now()}
+	if err := r.Create(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	v.Name = "after"
+	if err := r.Update(ctx, &v); !errors.Is(err, repo.ErrAfterCommit) {
+		t.Fatalf("Update with Redis down = %v, want ErrAfterCommit", err)
+	}
+	if got, err := r.Get(ctx, 7); err != nil || got.Name != "after" {
+		t.Fatalf("Get with Redis down = %+v, %v; want the row as written", got, err)
+	}
 }
