@@ -65,12 +65,22 @@ func countRows[T any](t *testing.T, db *gorm.DB, column string, v any) int64 {
 }
 
 // A soft-deleted row is gone for every read and write, and its primary key
-// can be created again.
+// can be created again; so with WriteThrough, whose Create of a
+// soft-deleted key reads the replaced row back.
 func TestRepository_softDelete(t *testing.T) {
 	t.Parallel()
+	for _, wt := range []bool{false, true} {
+		t.Run(map[bool]string{false: "invalidate", true: "writeThrough"}[wt], func(t *testing.T) {
+			t.Parallel()
+			softDelete(t, repo.Options{WriteThrough: wt})
+		})
+	}
+}
+
+func softDelete(t *testing.T, o repo.Options) {
 	e := newEnv(t)
 	ctx := context.Background()
-	coupons := newRepoOf[coupon, string](t, e, repo.Options{})
+	coupons := newRepoOf[coupon, string](t, e, o)
 	for _, c := range []coupon{{Code: "A", Name: "first"}, {Code: "B", Name: "other"}} {
 		if err := coupons.Create(ctx, &c); err != nil {
 			t.Fatal(err)
