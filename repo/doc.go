@@ -174,7 +174,10 @@
 // cut) finds the generation changed, and bumps. Writes in a transaction's
 // view and writes of unknown outcome bump: their COMMIT may not have
 // happened, and a line would list a change that may not exist. So do
-// Modify, UpdateColumns, the Many forms and InsertIfAbsent.
+// Modify, UpdateColumns, the Many forms and InsertIfAbsent, and a write
+// whose row has an order time finer than a microsecond (PostgreSQL would
+// round it) or at a UTC offset other than 0 (a timestamp column without
+// time zone keeps the wall clock).
 //
 // The limits: a write's old filter values are read before the write
 // (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a

@@ -97,9 +97,27 @@ func (l *queryList) invalidateAll(ctx context.Context) error {
 func (q *listQuery) keyOf(ctx context.Context, rv reflect.Value) listKey {
 	k := listKey{where: encodeValues(ctx, rv, q.where), rest: encodeValues(ctx, rv, q.cols), ok: true}
 	if q.patchable && (q.softDel == nil || isNull(q.softDel, ctx, rv)) {
-		k.order, _ = q.orderKey(q.orderValues(ctx, rv))
+		if vals := q.orderValues(ctx, rv); utcTimes(vals) {
+			k.order, _ = q.orderKey(vals)
+		}
 	}
 	return k
+}
+
+// utcTimes reports whether every time among vals is at UTC offset 0. A
+// written row's key is exact only then: a timestamp column without time
+// zone keeps the wall clock, which PostgreSQL orders and a load reads
+// back as UTC, so the instant of a time at another offset is not the one
+// the table's rows are ordered by.
+func utcTimes(vals []any) bool {
+	for _, v := range vals {
+		if t, ok := v.(time.Time); ok {
+			if _, off := t.Zone(); off != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isNull reports whether the value of f in rv is NULL.

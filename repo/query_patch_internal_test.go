@@ -112,4 +112,9 @@ func TestOrderKey(t *testing.T) {
 	if _, ok := q.orderKey([]any{int64(1), uint16(1), true, t0.Add(time.Nanosecond)}); ok {
 		t.Error("a time finer than a microsecond has a key: the database rounds it")
 	}
+	// A written time must be at offset 0: a timestamp column without time
+	// zone keeps its wall clock.
+	if !utcTimes([]any{int64(1), t0}) || utcTimes([]any{t0.In(time.FixedZone("CEST", 2*3600))}) {
+		t.Error("utcTimes: want true at UTC, false at +02:00")
+	}
 }
