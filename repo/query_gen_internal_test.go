@@ -104,7 +104,7 @@ func TestPatch_comparesGeneration(t *testing.T) {
 		}
 		return gen, page
 	}
-	gen, page := run(false)
+	gen, _ := run(false)
 	if gen.base == start.base {
 		t.Errorf("the late patch kept base %q (patches %q): want a bump, so that the window reloads", gen.base, gen.patches)
 	}
@@ -115,7 +115,7 @@ func TestPatch_comparesGeneration(t *testing.T) {
 	// The same with the compare off: the late patch lands, and the list
 	// misses row 5.
 	start = gen
-	gen, page = run(true)
+	gen, page := run(true)
 	if gen.base != start.base {
 		t.Fatalf("compare off: the generation was bumped (%q → %q): the switch does not reach the patch", start.base, gen.base)
 	}
