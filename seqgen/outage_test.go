@@ -305,3 +305,39 @@ func throughProxy(t testing.TB, dsn string, p *faultproxy.Proxy) string {
 	u.Host = p.Addr()
 	return u.String()
 }
+
+// The DB connection the generator pooled is terminated by the server
+// (pg_terminate_backend, as an operator or a failover does) while Redis is
+// down: the reservation that finds it dead is tried again on a new
+// connection, and the caller gets its number.
+func TestGenerator_Next_terminatedConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	proxy := newProxy(t, e.r.Addrs[0], e.r.Cluster)
+	db := openDB(t, e.pg.DSN)
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(1) // the connection the test terminates is the one the next call draws
+	g := newGen(t, proxiedRedis(t, proxy), db, e.opts(func(o *seqgen.Options) { o.Segment = 10 }))
+	mustNext(t, g, "ORD")
+
+	var pid int
+	if err := db.Raw("SELECT pg_backend_pid()").Scan(&pid).Error; err != nil {
+		t.Fatal(err)
+	}
+	var ended bool // pg_terminate_backend with a timeout waits for the backend to exit
+	if err := e.pg.DB.Raw("SELECT pg_terminate_backend(?, 10000)", pid).Scan(&ended).Error; err != nil || !ended {
+		t.Fatalf("terminate backend %d: %v, %v", pid, ended, err)
+	}
+	proxy.Cut()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not the test
+	defer cancel()
+	if s, err := g.Next(ctx, "ORD"); err != nil {
+		t.Fatalf("Next with Redis cut and the pooled DB connection terminated = %q, %v; want a number", s, err)
+	}
+	if st := g.Stats(); st.Fallbacks != 1 {
+		t.Fatalf("Stats().Fallbacks = %d, want 1 (the number came from the DB)", st.Fallbacks)
+	}
+}

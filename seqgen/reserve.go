@@ -21,7 +21,22 @@ import (
 // The row is read with SELECT ... FOR UPDATE (PostgreSQL; SQLite has no row
 // locks and serializes writers instead, failing a conflicting transaction
 // rather than losing an update), so two reservations never overlap.
+//
+// A reservation whose DB session was lost (sessionLost) is tried once more
+// on another pooled connection: a terminated backend or a connection the
+// server closed while it idled in the pool must not cost a caller its
+// number. Should the lost try have committed, its segment is skipped,
+// never issued, as with any reservation whose reply is lost.
 func (g *Generator) reserve(ctx context.Context, biz string, day Day, observed, n int64, seed bool) (lo, hi int64, err error) {
+	lo, hi, err = g.reserveOnce(ctx, biz, day, observed, n, seed)
+	if err != nil && sessionLost(err) && ctx.Err() == nil {
+		lo, hi, err = g.reserveOnce(ctx, biz, day, observed, n, seed)
+	}
+	return lo, hi, err
+}
+
+// reserveOnce is one try of reserve: one transaction.
+func (g *Generator) reserveOnce(ctx context.Context, biz string, day Day, observed, n int64, seed bool) (lo, hi int64, err error) {
 	err = g.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		row, found, err := lockRow(tx, biz, day.Key)
 		if err != nil {
