@@ -27,6 +27,10 @@ const (
 	MetricStaleAtEnd      = "stale_at_end"
 	MetricBloomFalseNeg   = "bloom_false_negatives"
 	MetricLostInvalidated = "lost_invalidations"
+	MetricBulkRows        = "bulk_rows"
+	MetricBulkApplyMS     = "bulk_apply_ms"
+	MetricApplyRowsPerSec = "apply_rows_per_s"
+	MetricBulkStale       = "bulk_stale"
 )
 
 // OutOfBandParams size the outofband scenario.
@@ -42,12 +46,16 @@ type OutOfBandParams struct {
 	// Cap is how long a write's staleness is followed; a write not seen
 	// by every process by then counts as Cap.
 	Cap time.Duration `json:"staleness_cap"`
+	// BulkRows is the size of the one plain-SQL UPDATE the cdc variant
+	// makes after its writes, timed from its COMMIT returning to the
+	// Invalidator having applied it; 0 skips it.
+	BulkRows int `json:"bulk_rows"`
 }
 
 // DefaultOutOfBandParams are the sizes the issue's targets are stated at:
-// 500 writes/s for 6 s, read by 2 processes.
+// 500 writes/s for 6 s, read by 2 processes, then an UPDATE of 50,000 rows.
 func DefaultOutOfBandParams() OutOfBandParams {
-	return OutOfBandParams{Instances: 2, Rate: 500, Duration: 6 * time.Second, Cap: time.Second}
+	return OutOfBandParams{Instances: 2, Rate: 500, Duration: 6 * time.Second, Cap: time.Second, BulkRows: 50_000}
 }
 
 // oobWrite is one out-of-band write and what every process must read
@@ -222,8 +230,76 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 	if err := oobWriteAll(ctx, env, p, repos, writes, -1, nil); err != nil {
 		return row, err
 	}
+	if row, err = oobFinish(ctx, repos, writes, row, false); err != nil || inv == nil || p.BulkRows <= 0 {
+		return row, err
+	}
+	return oobBulk(ctx, env, repos[0], inv, bulkBase+base, p.BulkRows, row)
+}
 
-	return oobFinish(ctx, repos, writes, row, false)
+// bulkBase is where the ids of oobBulk's rows start, above those of every
+// variant's writes.
+const bulkBase = 1_000_000_000_000
+
+// oobBulk inserts rows ids from+1 … from+n, updates them all in one plain-SQL
+// statement and times the Invalidator's apply of it: from the COMMIT
+// returning to Wait returning for the log position after it. A sample of
+// the rows is read through r before the UPDATE (cached) and after it:
+// bulk_stale counts those still old.
+func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int64], inv *cdc.Invalidator, from int64, n int, row Row) (Row, error) {
+	db := env.DB.WithContext(ctx)
+	err := db.Exec(`INSERT INTO users (id, email, name, created_at, updated_at)
+		SELECT i, 'bulk' || i || '@example.com', 'before', now(), now() FROM generate_series(?::bigint, ?::bigint) i`,
+		from+1, from+int64(n)).Error
+	if err != nil {
+		return row, err
+	}
+	if err := oobWaitApplied(ctx, env, inv); err != nil { // the inserts are not part of the figure
+		return row, err
+	}
+	sample := make([]int64, 0, 100) // cached before the UPDATE, read again after it is applied
+	for id := from + 1; id <= from+int64(n); id += max(int64(n)/100, 1) {
+		sample = append(sample, id)
+	}
+	if _, err := r.GetMany(ctx, sample); err != nil {
+		return row, err
+	}
+	if err := db.Exec("UPDATE users SET name = 'bulk' WHERE id > ? AND id <= ?", from, from+int64(n)).Error; err != nil {
+		return row, err
+	}
+	start := time.Now()
+	if err := oobWaitApplied(ctx, env, inv); err != nil {
+		return row, err
+	}
+	took := time.Since(start)
+	got, err := r.GetMany(ctx, sample)
+	if err != nil {
+		return row, err
+	}
+	stale := 0
+	for _, id := range sample {
+		if got[id].Name != "bulk" {
+			stale++
+		}
+	}
+	row.Set(MetricBulkRows, float64(n))
+	row.Set(MetricBulkApplyMS, float64(took.Microseconds())/1000)
+	row.Set(MetricApplyRowsPerSec, float64(n)/took.Seconds())
+	row.Set(MetricBulkStale, float64(stale))
+	return row, nil
+}
+
+// oobWaitApplied returns once inv has applied every transaction committed
+// before the call.
+func oobWaitApplied(ctx context.Context, env *Env, inv *cdc.Invalidator) error {
+	var s string
+	if err := env.DB.WithContext(ctx).Raw("SELECT pg_current_wal_lsn()::text").Scan(&s).Error; err != nil {
+		return err
+	}
+	var lsn cdc.LSN
+	if err := lsn.Scan(s); err != nil {
+		return err
+	}
+	return inv.Wait(ctx, lsn)
 }
 
 // oobWriteAll runs the writer at p.Rate while one follower per process

@@ -25,7 +25,7 @@ func TestOutOfBand_embeddedSkips(t *testing.T) {
 // ids "not found"; cdc and cdc_restart leave nothing behind.
 func TestOutOfBand_real(t *testing.T) {
 	env := logicalEnv(t)
-	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second}
+	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second, BulkRows: 2000}
 	res, err := benchmarks.RunOutOfBand(context.Background(), env, p)
 	if err != nil {
 		t.Fatal(err)
@@ -44,5 +44,14 @@ func TestOutOfBand_real(t *testing.T) {
 	}
 	if n := metric(t, res, "cdc_restart", benchmarks.MetricLostInvalidated); n != 0 {
 		t.Errorf("lost_invalidations = %v", n)
+	}
+	if n := metric(t, res, "cdc", benchmarks.MetricBulkRows); n != 2000 {
+		t.Errorf("cdc: bulk_rows = %v, want 2000", n)
+	}
+	if n := metric(t, res, "cdc", benchmarks.MetricBulkStale); n != 0 {
+		t.Errorf("cdc: bulk_stale = %v: rows read old after the bulk UPDATE was applied", n)
+	}
+	if ms := metric(t, res, "cdc", benchmarks.MetricBulkApplyMS); ms <= 0 {
+		t.Errorf("cdc: bulk_apply_ms = %v", ms)
 	}
 }

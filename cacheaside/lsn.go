@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Write positions (LSNs). A database that serves reads from replicas
@@ -51,12 +50,13 @@ func RequiredLSN(ctx context.Context) uint64 {
 	return lsn
 }
 
-// versionToken returns a fresh version token recording lsn (none for 0).
-func versionToken(lsn uint64) string {
+// lsnArg is write.lua's position argument: lsn as 16 hex digits, or ""
+// for 0 (none).
+func lsnArg(lsn uint64) string {
 	if lsn == 0 {
-		return token.New()
+		return ""
 	}
-	return fmt.Sprintf("%s@%016x", token.New(), lsn)
+	return fmt.Sprintf("%016x", lsn)
 }
 
 // tokenLSN returns the position a version token records, or 0.

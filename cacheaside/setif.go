@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Version returns id's version token ("" when it has none): what a write
@@ -63,7 +65,7 @@ func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (
 	}
 	lsn := writeLSN(ctx)
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
-	n, err := writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, versionToken(lsn), e.verPX, entry, px, version).Int()
+	n, err := writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, lsnArg(lsn), entry, px, version).Int()
 	if e.redisResult(ctx, err) == nil {
 		return n == 1, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // Set stores v as id's value (with a jittered TTL) and replaces id's
@@ -29,9 +30,9 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	if e.c.br.Allow() {
 		if e.c.acks.n == 0 {
-			err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, versionToken(lsn), e.verPX, entry, px).Err()
+			err = writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, lsnArg(lsn), entry, px).Err()
 		} else {
-			calls := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{versionToken(lsn), e.verPX, entry, px}}}
+			calls := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{token.New(), e.verPX, lsnArg(lsn), entry, px}}}
 			var out []writeOutcome
 			out, err = e.c.writeAll(ctx, calls)
 			if out[0] == writeShort {
@@ -103,24 +104,31 @@ const invalidateBatch = 64
 // pipeline (with Options.ReplicaAcks, one per master, each followed by
 // WAIT) and returns the entries that failed or that too few replicas
 // confirmed (counted). On a single node (a *redis.Client, standalone or
-// Sentinel) a call carries up to invalidateBatch ids; on a Cluster or a
-// Ring one, since their keys are in different slots or shards. An error that matches errShortfall is not a Redis failure:
-// Redis answered.
+// Sentinel) a call carries up to invalidateBatch consecutive ids of the
+// same version TTL and write position (they share the call's arguments);
+// on a Cluster or a Ring one, since their keys are in different slots or
+// shards. An error that matches errShortfall is not a Redis failure: Redis
+// answered.
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
 	per := 1
 	if _, single := c.client.(*redis.Client); single {
 		per = invalidateBatch
 	}
-	calls := make([]script.Call, 0, (len(todo)+per-1)/per)
-	for start := 0; start < len(todo); start += per {
-		batch := todo[start:min(start+per, len(todo))]
+	var calls []script.Call
+	var batches [][]pending // the ids of each call
+	for start := 0; start < len(todo); {
+		end := start + 1
+		for end < len(todo) && end-start < per && todo[end].verPX == todo[start].verPX && todo[end].lsn == todo[start].lsn {
+			end++
+		}
+		batch := todo[start:end]
 		keys := make([]string, 0, 2*len(batch))
-		args := make([]any, 0, 4*len(batch))
 		for _, p := range batch {
 			keys = append(keys, p.key, p.key+":ver")
-			args = append(args, versionToken(p.lsn), p.verPX, "", 0)
 		}
-		calls = append(calls, script.Call{Script: writeScript, Keys: keys, Args: args})
+		calls = append(calls, script.Call{Script: writeScript, Keys: keys, Args: []any{token.New(), batch[0].verPX, lsnArg(batch[0].lsn)}})
+		batches = append(batches, batch)
+		start = end
 	}
 	out, err := c.writeAll(ctx, calls)
 	if err == nil || errors.Is(err, errShortfall) {
@@ -131,8 +139,7 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	}
 	var failed []pending
 	for i, o := range out {
-		batch := todo[i*per : min((i+1)*per, len(todo))]
-		for _, p := range batch {
+		for _, p := range batches[i] {
 			if o == writeShort {
 				p.ctr.shortfalls.Add(1)
 			}

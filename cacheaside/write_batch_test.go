@@ -68,3 +68,37 @@ func TestInvalidate_batches(t *testing.T) {
 		})
 	}
 }
+
+// One invalidate pass over pending ids of different write positions and
+// version TTLs (the retry queue holds such a mix): the ids of a call share
+// its position and TTL arguments, so each id's version records its own
+// position and lives its own TTL.
+func TestInvalidate_mixedBatch(t *testing.T) {
+	rn := testcontainers.Redis(t)
+	c := newCache(t, rn.Client, rn.Namespace, nil)
+	e := newEntity[user](t, c, "u", Policy{})
+	ctx := context.Background()
+	type want struct {
+		lsn   uint64
+		verPX int64
+	}
+	plan := []want{{0x10, 600_000}, {0x10, 600_000}, {0x20, 600_000}, {0, 600_000}, {0, 900_000}, {0x10, 900_000}, {0x10, 600_000}}
+	todo := make([]pending, len(plan))
+	for i, w := range plan {
+		key, _ := e.Key(fmt.Sprint(i))
+		todo[i] = pending{key: key, verPX: w.verPX, ctr: e.ctr, lsn: w.lsn}
+	}
+	if failed, err := invalidate(ctx, c, todo); err != nil || len(failed) != 0 {
+		t.Fatalf("invalidate: %d failed, %v", len(failed), err)
+	}
+	for i, w := range plan {
+		ver := rn.Client.Get(ctx, todo[i].key+":ver").Val()
+		if got := tokenLSN(ver); got != w.lsn {
+			t.Errorf("id %d: version %q records position %X, want %X", i, ver, got, w.lsn)
+		}
+		ttl := rn.Client.PTTL(ctx, todo[i].key+":ver").Val().Milliseconds()
+		if ttl > w.verPX || ttl < w.verPX-60_000 {
+			t.Errorf("id %d: version TTL %d ms, want about %d", i, ttl, w.verPX)
+		}
+	}
+}

@@ -21,16 +21,16 @@ func TestWrite_appliedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{key, key + ":ver"}
-	run := func(tok string) string {
+	run := func(tok, pos string) string {
 		t.Helper()
-		if err := writeScript.Run(ctx, rn.Client, keys, tok, e.verPX, "", 0).Err(); err != nil {
+		if err := writeScript.Run(ctx, rn.Client, keys, tok, e.verPX, pos).Err(); err != nil {
 			t.Fatal(err)
 		}
 		return rn.Client.Get(ctx, key+":ver").Val()
 	}
-	first := run("resent@00000000000000a0")
-	run("other")
-	again := run("resent@00000000000000a0")
+	first := run("resent", "00000000000000a0")
+	run("other", "")
+	again := run("resent", "00000000000000a0")
 	if again == first {
 		t.Fatalf("the resent write brought back version %q, which a load may hold", first)
 	}

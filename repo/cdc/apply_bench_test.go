@@ -2,6 +2,8 @@ package cdc_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +16,9 @@ import (
 // COMMIT returning to the Invalidator having applied it (decode, plan,
 // Redis pipelines). It reports rows/s and the benchmark process's CPU per
 // applied row (µs; the reader, the applier and go-redis: nothing else runs
-// while it waits).
+// while it waits), and Redis's CPU per applied row (µs, from INFO cpu:
+// any other client of that Redis adds to it; run it on a Redis of its own,
+// ASIDEKIT_REDIS_ADDR, for a clean figure).
 //
 //	go test -run '^$' -bench Apply_update -benchtime 5x ./repo/cdc/
 func BenchmarkApply_update(b *testing.B) {
@@ -26,22 +30,45 @@ func BenchmarkApply_update(b *testing.B) {
 	run(b, inv)
 	e.sync(b, inv)
 	ctx := context.Background()
-	var wall, cpu time.Duration
+	var wall, cpu, rcpu time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		e.exec(b, "UPDATE users SET name = ? WHERE id <= ?", "n"+string(rune('a'+i%26)), applyRows)
 		lsn := e.currentLSN(b)
-		start, c0 := time.Now(), processCPU()
+		start, c0, r0 := time.Now(), processCPU(), redisCPU(b, e)
 		if err := inv.Wait(ctx, lsn); err != nil {
 			b.Fatal(err)
 		}
 		wall += time.Since(start)
 		cpu += processCPU() - c0
+		rcpu += redisCPU(b, e) - r0
 	}
 	b.StopTimer()
 	rows := float64(b.N * applyRows)
 	b.ReportMetric(rows/wall.Seconds(), "rows/s")
 	b.ReportMetric(float64(cpu.Microseconds())/rows, "cpu-µs/row")
+	b.ReportMetric(float64(rcpu.Microseconds())/rows, "redis-cpu-µs/row")
+}
+
+// redisCPU returns the CPU time the test's Redis server has used (user and
+// system, from INFO cpu).
+func redisCPU(b *testing.B, e *env) time.Duration {
+	info, err := e.rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.SplitSeq(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // processCPU returns the user and system CPU time this process has used.
