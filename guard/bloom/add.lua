@@ -20,32 +20,17 @@ if meta[3] then
   nxt = KEYS[3 - gen % 2]
 end
 local k = tonumber(ARGV[2])
--- One BITFIELD per up to 1000 bits (and per bitmap) instead of a SETBIT
--- each: a call from the script costs far more than the bit it sets. The
--- old bits it returns tell which elements were new.
-local function set(key, first, last)
-  local ops, n = {}, 0
-  for i = first, last do
-    ops[n + 1], ops[n + 2], ops[n + 3], ops[n + 4] = 'SET', 'u1', ARGV[i], '1'
-    n = n + 4
-  end
-  return redis.call('BITFIELD', key, unpack(ops))
-end
 local added = 0
-local per = k * math.max(1, math.floor(1000 / k)) -- whole elements per BITFIELD
-for first = 3, #ARGV, per do
-  local last = math.min(first + per - 1, #ARGV)
-  local old = set(cur, first, last)
-  if nxt then
-    set(nxt, first, last)
-  end
-  for e = 1, #old, k do
-    for i = e, e + k - 1 do
-      if old[i] == 0 then
-        added = added + 1
-        break
-      end
+for base = 3, #ARGV, k do
+  local new = 0
+  for i = base, base + k - 1 do
+    if redis.call('SETBIT', cur, ARGV[i], 1) == 0 then
+      new = 1
+    end
+    if nxt then
+      redis.call('SETBIT', nxt, ARGV[i], 1)
     end
   end
+  added = added + new
 end
 return added
