@@ -242,7 +242,7 @@ const bulkBase = 1_000_000_000_000
 
 // oobBulk inserts rows ids from+1 … from+n, updates them all in one plain-SQL
 // statement and times the Invalidator's apply of it: from the COMMIT
-// returning to Wait returning for the log position after it. A sample of
+// returning to CatchUp returning (Position, then Wait). A sample of
 // the rows is read through r before the UPDATE (cached) and after it:
 // bulk_stale counts those still old.
 func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int64], inv *cdc.Invalidator, from int64, n int, row Row) (Row, error) {
@@ -253,7 +253,7 @@ func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int6
 	if err != nil {
 		return row, err
 	}
-	if err := oobWaitApplied(ctx, env, inv); err != nil { // the inserts are not part of the figure
+	if err := inv.CatchUp(ctx); err != nil { // the inserts are not part of the figure
 		return row, err
 	}
 	sample := make([]int64, 0, 100) // cached before the UPDATE, read again after it is applied
@@ -267,7 +267,7 @@ func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int6
 		return row, err
 	}
 	start := time.Now()
-	if err := oobWaitApplied(ctx, env, inv); err != nil {
+	if err := inv.CatchUp(ctx); err != nil {
 		return row, err
 	}
 	took := time.Since(start)
@@ -286,20 +286,6 @@ func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int6
 	row.Set(MetricApplyRowsPerSec, float64(n)/took.Seconds())
 	row.Set(MetricBulkStale, float64(stale))
 	return row, nil
-}
-
-// oobWaitApplied returns once inv has applied every transaction committed
-// before the call.
-func oobWaitApplied(ctx context.Context, env *Env, inv *cdc.Invalidator) error {
-	var s string
-	if err := env.DB.WithContext(ctx).Raw("SELECT pg_current_wal_lsn()::text").Scan(&s).Error; err != nil {
-		return err
-	}
-	var lsn cdc.LSN
-	if err := lsn.Scan(s); err != nil {
-		return err
-	}
-	return inv.Wait(ctx, lsn)
 }
 
 // oobWriteAll runs the writer at p.Rate while one follower per process

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"net"
 	"reflect"
-	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/internal/sqlstate"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -57,10 +57,8 @@ func unknownOutcome(err error) bool {
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 		return false
 	}
-	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
-	if errors.As(err, &pg) {
-		state := pg.SQLState()
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+	if state, ok := sqlstate.Of(err); ok {
+		return sqlstate.SessionEnded(state)
 	}
 	var lite interface{ Code() int } // modernc.org/sqlite's *Error: in process, no reply to lose
 	return !errors.As(err, &lite)

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
+
+	"github.com/asidekit/asidekit/internal/sqlstate"
 )
 
 // sessionLost reports whether err is the loss of the DB session a
@@ -16,10 +17,8 @@ import (
 // nothing was sent on it. Any other server error is an answer, and a
 // second try would get it again.
 func sessionLost(err error) bool {
-	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
-	if errors.As(err, &pg) {
-		state := pg.SQLState()
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+	if state, ok := sqlstate.Of(err); ok {
+		return sqlstate.SessionEnded(state)
 	}
 	var retry interface{ SafeToRetry() bool } // pgconn's errors for a closed or unused connection
 	if errors.As(err, &retry) && retry.SafeToRetry() {
