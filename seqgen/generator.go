@@ -219,14 +219,19 @@ func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset
 }
 
 // next runs next.lua with a fresh lease token. If the call passes its
-// deadline and its reply later grants the lease, the lease is released.
+// deadline and its reply later grants the lease, the lease is released at
+// once, even while the breaker skips Redis: the reply shows that Redis
+// answers, and a lease left to its TTL would make every process wait
+// LeaseTTL for a holder that never reserves.
 func (g *Generator) next(ctx context.Context, k keyset, n int64) (nextReply, error) {
 	token := g.token()
 	v, err := redisCall(ctx, g, func(ctx context.Context) ([]int64, error) {
 		return nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
 	}, func(v []int64) {
 		if r, err := parseNext(v); err == nil && r.leased {
-			g.release(context.Background(), k, token)
+			ctx, cancel := context.WithTimeout(context.Background(), g.opts.RedisTimeout)
+			defer cancel()
+			_ = releaseScript.Run(ctx, g.rdb, []string{k.lease}, token).Err()
 		}
 	})
 	if err != nil {

@@ -341,3 +341,62 @@ func TestGenerator_Next_terminatedConnection(t *testing.T) {
 		t.Fatalf("Stats().Fallbacks = %d, want 1 (the number came from the DB)", st.Fallbacks)
 	}
 }
+
+// Redis stalls one number before the counter's mark: the calls that give
+// up on their reply run when it heals, and the first takes the lease. Its
+// reply, arriving after the caller has moved on to the DB, releases that
+// lease at once, even though the breaker now skips Redis: otherwise every
+// process would find the counter at its mark and wait LeaseTTL for a
+// holder that will never reserve.
+func TestGenerator_Next_abandonedLeaseReleased(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	proxy := newProxy(t, e.r.Addrs[0], e.r.Cluster)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	t.Cleanup(func() { _ = client.Close() })
+	g := newGen(t, client, e.pg.DB, e.opts(func(o *seqgen.Options) {
+		o.Segment, o.RefillAt = 2, 1 // the lease goes to the call that issues the mark
+		o.LeaseTTL, o.BreakerCooldown, o.RedisTimeout = time.Hour, time.Hour, 50*time.Millisecond
+	}))
+	t.Cleanup(proxy.Heal)
+	seen := newSerials()
+	seen.add(mustNext(t, g, "ORD")) // 1 of the segment (0, 2]
+
+	proxy.Stall()
+	for range seqgen.DefaultBreakerFailures + 1 { // the last one skips Redis
+		seen.add(mustNext(t, g, "ORD"))
+	}
+	if st := g.Stats(); st.Fallbacks != seqgen.DefaultBreakerFailures+1 || st.RedisErrors != seqgen.DefaultBreakerFailures {
+		t.Fatalf("Stats with Redis stalled = %+v, want %d fallbacks, %d Redis errors", st, seqgen.DefaultBreakerFailures+1, seqgen.DefaultBreakerFailures)
+	}
+	proxy.Heal()
+
+	// The first stalled call issues the mark, 2, and takes the lease in
+	// the same script; once the counter reads 2 the lease was granted.
+	keys := e.r.Namespace + ":seq:{ORD}:20261129"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not the test
+	defer cancel()
+	for {
+		c, err := e.r.Client.Get(ctx, keys).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("the stalled calls did not run: counter %q, %v", c, err)
+		}
+		if c == "2" {
+			break
+		}
+		waitABit()
+	}
+	for {
+		n, err := e.r.Client.Exists(ctx, keys+":lease").Result()
+		if err != nil {
+			t.Fatalf("the lease a stalled call took is still held (LeaseTTL is an hour): %v", err)
+		}
+		if n == 0 {
+			break
+		}
+		waitABit()
+	}
+	if err := seen.check(dbMark(t, e.pg.DB, "ORD", "20261129")); err != nil {
+		t.Fatal(err)
+	}
+}
