@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,6 +396,87 @@ func TestGenerator_Next_abandonedLeaseReleased(t *testing.T) {
 			break
 		}
 		waitABit()
+	}
+	if err := seen.check(dbMark(t, e.pg.DB, "ORD", "20261129")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every session of the generators' pool is terminated, again and again,
+// while Redis is down and they reserve in the DB from several goroutines:
+// a reservation may lose its session anywhere, before its BEGIN or
+// between its statements, and another pooled connection may be dying
+// too. Each call still gets a number, never twice.
+func TestGenerator_Next_sessionsTerminated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	proxy := newProxy(t, e.r.Addrs[0], e.r.Cluster)
+	const app, workers, rounds = "seqgen-terminated", 4, 20
+	u, err := url.Parse(e.pg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	db := openDB(t, u.String())
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxOpenConns(workers)
+	sqlDB.SetMaxIdleConns(workers)
+	client := proxiedRedis(t, proxy)
+	proxy.Cut()
+	seen := newSerials()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, workers)
+	var got [workers]atomic.Int64 // numbers each worker has
+	for w := range workers {
+		g := newGen(t, client, db, e.opts(func(o *seqgen.Options) { o.Segment = 1 })) // every number a reservation
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, err := g.Next(context.Background(), "ORD")
+				if err != nil {
+					errs <- err
+					return
+				}
+				seen.add(s)
+				got[w].Add(1)
+			}
+		}()
+	}
+	for range rounds {
+		var before [workers]int64
+		for w := range got {
+			before[w] = got[w].Load()
+		}
+		if err := e.pg.DB.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ?", app).Error; err != nil {
+			t.Fatal(err)
+		}
+		// Each worker gets two numbers, the second begun after the
+		// terminate, before the next round; or the round failed one.
+		for w := 0; w < workers && len(errs) == 0; {
+			if got[w].Load() >= before[w]+2 {
+				w++
+				continue
+			}
+			waitABit()
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Next with Redis cut and the pool's sessions being terminated: %v", err)
 	}
 	if err := seen.check(dbMark(t, e.pg.DB, "ORD", "20261129")); err != nil {
 		t.Fatal(err)

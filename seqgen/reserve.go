@@ -22,17 +22,32 @@ import (
 // locks and serializes writers instead, failing a conflicting transaction
 // rather than losing an update), so two reservations never overlap.
 //
-// A reservation whose DB session was lost (sessionLost) is tried once more
-// on another pooled connection: a terminated backend or a connection the
-// server closed while it idled in the pool must not cost a caller its
-// number. Should the lost try have committed, its segment is skipped,
-// never issued, as with any reservation whose reply is lost.
+// A reservation whose DB session was lost (sessionLost) is tried again on
+// another pooled connection, as many times as the pool then has
+// connections, plus one: a terminated backend, or a connection the server
+// closed while it idled in the pool, must not cost a caller its number.
+// After an operator or a failover ended every session, each connection of
+// the pool, idle or in use, may fail once before the pool opens a new one.
+// Should a lost try have committed, its segment is skipped, never issued,
+// as with any reservation whose reply is lost.
 func (g *Generator) reserve(ctx context.Context, biz string, day Day, observed, n int64, seed bool) (lo, hi int64, err error) {
 	lo, hi, err = g.reserveOnce(ctx, biz, day, observed, n, seed)
-	if err != nil && sessionLost(err) && ctx.Err() == nil {
+	if err == nil || !sessionLost(err) {
+		return lo, hi, err
+	}
+	for retries := g.pooledConns() + 1; retries > 0 && sessionLost(err) && ctx.Err() == nil; retries-- {
 		lo, hi, err = g.reserveOnce(ctx, biz, day, observed, n, seed)
 	}
 	return lo, hi, err
+}
+
+// pooledConns is how many connections the DB pool has open, 0 if unknown.
+func (g *Generator) pooledConns() int {
+	sqlDB, err := g.db.DB()
+	if err != nil {
+		return 0
+	}
+	return sqlDB.Stats().OpenConnections
 }
 
 // reserveOnce is one try of reserve: one transaction.
