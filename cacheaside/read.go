@@ -20,9 +20,12 @@ import (
 // this process share such loads by group commit (a Get never takes the
 // result of a load that began before it). Every wait honours ctx.
 //
-// The whole hit is in this function: the GET (shared with the concurrent
-// Gets of id in this process by group commit, see commitGroup), classify
-// and decide. A miss goes on in rebuild.go.
+// A hit is five functions: Get; commitGroup.do (coalesce.go), which
+// shares the GET with the concurrent Gets of id in this process by group
+// commit; fetch, the GET itself (below); classifyFetched (classify.go),
+// what the entry holds; and decide (below), what the read does with it.
+// The near cache (e.local, local.go) and the breaker are leaf calls beside
+// them. A miss goes on in rebuild.go.
 func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
 	var zero T
 	esc, err := escapeID(id)
@@ -82,6 +85,21 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 			return v, err
 		}
 	}
+}
+
+// fetch is the GET of the hit path: the entry at key, decoded when T is
+// copy-safe (see fetched).
+func (e *Entity[T]) fetch(ctx context.Context, key string) (fetched[T], error) {
+	b, err := e.c.client.Get(ctx, key).Bytes()
+	f := fetched[T]{b: b}
+	if err != nil || !e.copySafe {
+		return f, err
+	}
+	if h, payload, derr := decodeEntry(b); derr == nil && !h.null {
+		f.v, f.decoded = e.decode(payload)
+		f.bad = !f.decoded
+	}
+	return f, nil
 }
 
 // maxJoinAttempts bounds how often a Get joins shared loads whose results

@@ -1,7 +1,6 @@
 package cacheaside
 
 import (
-	"context"
 	"reflect"
 	"time"
 )
@@ -16,21 +15,6 @@ type fetched[T any] struct {
 	v       T    // b's payload, when decoded
 	decoded bool // v holds b's payload (a value entry of a copy-safe T)
 	bad     bool // b's payload does not decode
-}
-
-// fetch is the GET of the hit path: the entry at key, decoded when T is
-// copy-safe (see fetched).
-func (e *Entity[T]) fetch(ctx context.Context, key string) (fetched[T], error) {
-	b, err := e.c.client.Get(ctx, key).Bytes()
-	f := fetched[T]{b: b}
-	if err != nil || !e.copySafe {
-		return f, err
-	}
-	if h, payload, derr := decodeEntry(b); derr == nil && !h.null {
-		f.v, f.decoded = e.decode(payload)
-		f.bad = !f.decoded
-	}
-	return f, nil
 }
 
 // decode returns payload decoded by the Cache's codec, and whether it
