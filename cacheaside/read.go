@@ -24,8 +24,9 @@ import (
 // shares the GET with the concurrent Gets of id in this process by group
 // commit; fetch, the GET itself (below); classifyFetched (classify.go),
 // what the entry holds; and decide (below), what the read does with it.
-// The near cache (e.local, local.go) and the breaker are leaf calls beside
-// them. A miss goes on in rebuild.go.
+// Beside them are leaf calls only: escapeID, the near cache (e.local,
+// local.go), the breaker and redisResult (failopen.go), the counters. A
+// miss goes on in rebuild.go.
 func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
 	var zero T
 	esc, err := escapeID(id)
