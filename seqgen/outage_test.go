@@ -357,11 +357,18 @@ func TestGenerator_Next_abandonedLeaseReleased(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	g := newGen(t, client, e.pg.DB, e.opts(func(o *seqgen.Options) {
 		o.Segment, o.RefillAt = 2, 1 // the lease goes to the call that issues the mark
-		o.LeaseTTL, o.BreakerCooldown, o.RedisTimeout = time.Hour, time.Hour, 50*time.Millisecond
+		// RedisTimeout is what each stalled call waits; it must also be
+		// long enough that the first call, before the stall, never times
+		// out on a busy machine (it would leave the breaker one failure
+		// closer to open, and the counts below would be off by one).
+		o.LeaseTTL, o.BreakerCooldown, o.RedisTimeout = time.Hour, time.Hour, time.Second
 	}))
 	t.Cleanup(proxy.Heal)
 	seen := newSerials()
 	seen.add(mustNext(t, g, "ORD")) // 1 of the segment (0, 2]
+	if st := g.Stats(); st.RedisErrors != 0 || st.Fallbacks != 0 {
+		t.Fatalf("Stats before the stall = %+v: the first call did not get its number from Redis", st)
+	}
 
 	proxy.Stall()
 	for range seqgen.DefaultBreakerFailures + 1 { // the last one skips Redis
