@@ -157,7 +157,11 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 			t.Errorf("a gap of %d numbers, more than one segment (%d)", g, segment)
 		}
 	}
-	if len(gaps) > deletions || skipped > deletions*segment {
+	// The promise (package doc) is about Segment numbers skipped per lost
+	// key, not one skipped range: a refill in flight when the keys go may
+	// leave its range apart from the re-seed's (a CI run under load saw
+	// gaps [16 1 822] for two deletions).
+	if skipped > deletions*segment {
 		t.Errorf("%d gaps skipping %d numbers for %d deletions, want at most one segment (%d) per deletion", len(gaps), skipped, deletions, segment)
 	}
 	t.Logf("%d numbers, highest %d, DB mark %d, gaps %v, stats %+v", len(all), all[len(all)-1], mark, gaps, gens[0].Stats())
