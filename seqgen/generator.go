@@ -40,6 +40,19 @@ var (
 	ErrUnavailable = errors.New("seqgen: unavailable")
 )
 
+// errHolderStuck is why a call that waited maxWait for another caller's
+// reservation issues from the DB.
+var errHolderStuck = errors.New("seqgen: the holder of the refill lease has not reserved")
+
+// maxWait bounds how long a call waits for another caller's reservation:
+// 5 × RedisTimeout, at most LeaseTTL. A lease granted by a reply that was
+// lost (the link cut after Redis ran the script) or taken by a caller that
+// is stuck would otherwise hold every caller at the mark for LeaseTTL; past
+// the bound the number comes from the DB, as when Redis is down.
+func (g *Generator) maxWait() time.Duration {
+	return min(5*g.opts.RedisTimeout, g.opts.LeaseTTL)
+}
+
 // maxWasted bounds the reservations of one call whose segment was dropped
 // instead of installed: more means its segments keep being lost (LeaseTTL
 // shorter than a reservation, or the keys deleted over and over), and the
@@ -179,6 +192,7 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 // returns the first. Its error is a redisDown when Redis failed.
 func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset, n int64) (int64, error) {
 	retry := backoff.New(time.Millisecond, maxBackoff)
+	var waitUntil time.Time // set at the first wait for another caller's reservation
 	for wasted := 0; ; {
 		r, err := g.next(ctx, k, n)
 		if err != nil {
@@ -194,8 +208,15 @@ func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset
 			return 0, ErrExhausted
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
+				if waitUntil.IsZero() {
+					waitUntil = time.Now().Add(g.maxWait())
+				} else if !time.Now().Before(waitUntil) {
+					// The holder does not reserve (its lease outlived it, or
+					// it is stuck): issue from the DB, as with Redis down.
+					return 0, redisDown{errHolderStuck}
+				}
 				g.ctr.waits.Add(1)
-				if err := g.wait(ctx, k.counter, &retry); err != nil {
+				if err := g.wait(ctx, k.counter, &retry, time.Until(waitUntil)); err != nil {
 					return 0, err
 				}
 				continue

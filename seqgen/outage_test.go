@@ -489,3 +489,36 @@ func TestGenerator_Next_sessionsTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The refill lease is held by a caller that will never reserve (its reply
+// was lost, or it is stuck) while the counter is at its mark: a call waits
+// at most 5 × RedisTimeout for it, then takes its number from the DB,
+// instead of waiting LeaseTTL (an hour here) or its own deadline.
+func TestGenerator_Next_leaseHolderStuck(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := e.gen(t, func(o *seqgen.Options) {
+		o.Segment, o.RefillAt = 2, 1 // the lease is taken only at the mark
+		o.LeaseTTL, o.RedisTimeout = time.Hour, 100*time.Millisecond
+	})
+	seen := newSerials()
+	seen.add(mustNext(t, g, "ORD")) // 1 of the segment (0, 2]
+	keys := e.r.Namespace + ":seq:{ORD}:20261129"
+	if err := e.r.Client.Set(context.Background(), keys+":lease", "a holder that never reserves", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen.add(mustNext(t, g, "ORD")) // 2, the mark: the lease is held, so no refill starts
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard, not the test
+	defer cancel()
+	s, err := g.Next(ctx, "ORD")
+	if err != nil {
+		t.Fatalf("Next at the mark with the lease held by a stuck holder = %q, %v; want a number from the DB", s, err)
+	}
+	seen.add(s)
+	if st := g.Stats(); st.Fallbacks != 1 || st.Waits == 0 || st.RedisErrors != 0 {
+		t.Fatalf("Stats = %+v, want 1 fallback after waiting, no Redis error", st)
+	}
+	if err := seen.check(dbMark(t, e.pg.DB, "ORD", "20261129")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -110,15 +110,17 @@ const maxBackoff = 50 * time.Millisecond
 
 // wait pauses a caller that found the counter at its mark while someone
 // else holds the lease: until this process's reservation ends, or for a
-// jittered, growing backoff when the holder is another process.
-func (g *Generator) wait(ctx context.Context, key string, retry *backoff.Backoff) error {
+// jittered, growing backoff when the holder is another process; never
+// longer than atMost.
+func (g *Generator) wait(ctx context.Context, key string, retry *backoff.Backoff, atMost time.Duration) error {
 	g.mu.Lock()
 	f := g.flights[key]
 	g.mu.Unlock()
 	if f == nil {
-		return retry.Wait(ctx)
+		d := min(retry.Next(), max(atMost, 0))
+		return backoff.Sleep(ctx, d)
 	}
-	t := time.NewTimer(g.opts.LeaseTTL)
+	t := time.NewTimer(min(g.opts.LeaseTTL, max(atMost, 0)))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
