@@ -39,9 +39,13 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 			_ = sqlDB.Close()
 		}
 	})
-	// RedisTimeout: a call slowed by the load of this test (64 goroutines,
-	// -race) must not fall back to the DB, whose segments add gaps.
-	opts := func(o *seqgen.Options) { o.Width = 7; o.Segment = segment; o.RedisTimeout = time.Minute }
+	// RedisTimeout and LeaseTTL (which bound a call's Redis calls and its
+	// wait for another caller's reservation): a call slowed by the load of
+	// this test (64 goroutines, -race) must not fall back to the DB, whose
+	// segments add gaps.
+	opts := func(o *seqgen.Options) {
+		o.Width, o.Segment, o.RedisTimeout, o.LeaseTTL = 7, segment, time.Minute, time.Minute
+	}
 	gens := []*seqgen.Generator{
 		e.gen(t, opts),
 		newGen(t, e.r.NewClient(t), db2, e.opts(opts)),

@@ -192,7 +192,11 @@ func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, 
 // returns the first. Its error is a redisDown when Redis failed.
 func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset, n int64) (int64, error) {
 	retry := backoff.New(time.Millisecond, maxBackoff)
-	var waitUntil time.Time // set at the first wait for another caller's reservation
+	// A wait for another caller's reservation ends at waitUntil, set when
+	// the call starts waiting on a counter value (seen): a new value is
+	// progress (a segment went in), and the bound starts again.
+	var waitUntil time.Time
+	var seen int64
 	for wasted := 0; ; {
 		r, err := g.next(ctx, k, n)
 		if err != nil {
@@ -208,8 +212,8 @@ func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset
 			return 0, ErrExhausted
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
-				if waitUntil.IsZero() {
-					waitUntil = time.Now().Add(g.maxWait())
+				if waitUntil.IsZero() || r.value != seen {
+					waitUntil, seen = time.Now().Add(g.maxWait()), r.value
 				} else if !time.Now().Before(waitUntil) {
 					// The holder does not reserve (its lease outlived it, or
 					// it is stuck): issue from the DB, as with Redis down.

@@ -507,7 +507,7 @@ func TestGenerator_Next_leaseHolderStuck(t *testing.T) {
 	if err := e.r.Client.Set(context.Background(), keys+":lease", "a holder that never reserves", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	seen.add(mustNext(t, g, "ORD")) // 2, the mark: the lease is held, so no refill starts
+	seen.add(mustNext(t, g, "ORD"))                                       // 2, the mark: the lease is held, so no refill starts
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard, not the test
 	defer cancel()
 	s, err := g.Next(ctx, "ORD")
