@@ -49,7 +49,11 @@
 // reservation a seed uses (a fresh (lo, hi] above the DB mark), and issues
 // from it in memory, one caller at a time per biz. After BreakerFailures
 // failures in a row Redis is skipped for BreakerCooldown, so a dead Redis
-// costs no deadline per call; then one call at a time tries it again.
+// costs no deadline per call; then one call at a time tries it again. A
+// call that finds the counter at its mark while another caller holds the
+// refill lease waits for that reservation at most 5 × RedisTimeout (at
+// most LeaseTTL) without the counter moving, then issues the same way: a
+// lease whose holder lost its reply or is stuck costs that, not LeaseTTL.
 //
 // Such a segment is never installed in Redis, and the Redis counter only
 // ever counts inside segments installed in it, so when Redis is back its

@@ -75,13 +75,17 @@ type Options struct {
 	KeyTTL time.Duration
 
 	// LeaseTTL bounds how long one process may hold the right to reserve a
-	// segment for a (biz, day) before another may take over. Default 5s.
+	// segment for a (biz, day) before another may take over, and a caller's
+	// wait for that reservation (see RedisTimeout). Default 5s.
 	LeaseTTL time.Duration
 
 	// RedisTimeout bounds each Redis call of the generator, whatever the
 	// client's own timeouts (the caller's earlier deadline wins). Past it
 	// the call counts as a Redis failure and the number comes from the DB
-	// (see the package doc, "When Redis is down"). Default 200ms.
+	// (see the package doc, "When Redis is down"). A caller at the mark
+	// waits at most 5 × RedisTimeout (at most LeaseTTL) for another
+	// caller's reservation while the counter does not move, then issues
+	// from the DB the same way. Default 200ms.
 	RedisTimeout time.Duration
 
 	// BreakerFailures is how many Redis calls in a row must fail before the
