@@ -1,6 +1,7 @@
 package cacheaside
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -50,4 +51,74 @@ func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int
 		t.Fatalf("waiter: %v, name of %d bytes", res.err, len(res.u.Name))
 	}
 	return rt.n.Load() - before
+}
+
+// A GetMany waiting for ids leased by two holders takes both values from
+// their announcements: the first holder's store leaves it waiting for the
+// second, and once both stored it sends no Redis command at all.
+func TestGetMany_announcedValues(t *testing.T) {
+	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
+		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := redis(t)
+			p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: time.Minute}
+			client := r.NewClient(t)
+			var rt roundTrips
+			client.AddHook(&rt)
+			wc := newCache(t, client, r.Namespace, nil)
+			wc.recheck = time.Hour // only the announcements can wake the waiter
+			waiter := newEntity[user](t, wc, "hot", p)
+			ctx := context.Background()
+
+			type holder struct {
+				gate chan struct{}
+				done chan error
+			}
+			holders := map[string]holder{}
+			for _, id := range []string{"1", "2"} {
+				h := holder{gate: make(chan struct{}), done: make(chan error, 1)}
+				holders[id] = h
+				e := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)
+				entered := make(chan struct{})
+				go func() {
+					_, err := e.Get(ctx, id, func(_ context.Context, id string) (user, error) {
+						close(entered)
+						<-h.gate
+						return user{ID: id, Name: "v" + id}, nil
+					})
+					h.done <- err
+				}()
+				<-entered
+			}
+			type result struct {
+				got map[string]user
+				err error
+			}
+			res := make(chan result, 1)
+			go func() {
+				got, err := waiter.GetMany(ctx, []string{"1", "2"}, func(context.Context, []string) (map[string]user, error) {
+					t.Error("the waiter loaded")
+					return nil, nil
+				})
+				res <- result{got, err}
+			}()
+			// The MGET, the leases, the re-check once subscribed.
+			waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 2 && rt.n.Load() >= 3 })
+			before := rt.n.Load()
+			for _, id := range []string{"1", "2"} {
+				close(holders[id].gate)
+				if err := <-holders[id].done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := <-res
+			if out.err != nil || out.got["1"].Name != "v1" || out.got["2"].Name != "v2" {
+				t.Fatalf("waiter: %+v, %v", out.got, out.err)
+			}
+			if n := rt.n.Load() - before; n != 0 {
+				t.Fatalf("%d commands after the holders began to store, want 0", n)
+			}
+		})
+	}
 }

@@ -24,9 +24,11 @@ import (
 // across processes as Get does: GetMany takes the misses' rebuild leases in
 // one round trip, loads only the ids whose leases it got (leases renewed
 // until stored), and waits for the others, leased by concurrent callers
-// here or elsewhere, woken by the shared value-ready subscription; it reads
-// them again once all of them were announced (or every 100ms), and loads
-// itself those whose holder gave up (its load failed). The wait is bounded
+// here or elsewhere, woken by the shared value-ready subscription. Once all
+// of them were announced (or every 100ms) it takes the values their holders
+// sent with the announcements (up to 4 KiB an entry) and reads the others
+// again in one round trip, loading itself those whose holder gave up (its
+// load failed). This is Get's rebuild, for many ids. The wait is bounded
 // by WaitTimeout, counted from its start: an id still missing then is
 // served stale within Grace if possible, and otherwise left out, GetMany
 // returning ErrWaitTimeout with the rest. As with Get, an absent id that is

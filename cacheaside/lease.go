@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
 )
 
@@ -53,6 +54,53 @@ func parseLease(res []any) (leaseReply, error) {
 		}
 	}
 	return r, nil
+}
+
+// leaseCall is the lease.lua call that takes the rebuild lease of it
+// (whose token it carries): for a miss when observed is "", else for a
+// refresh of the entry whose header was observed.
+func (e *Entity[T]) leaseCall(it item, observed string, now int64) script.Call {
+	return script.Call{
+		Script: leaseScript,
+		Keys:   []string{it.key, it.key + ":lock", it.key + ":ver"},
+		Args:   []any{it.token, e.lockPX, token.New(), e.verPX, now, observed},
+	}
+}
+
+// takeLeases tries the leases of items in one pipeline (for a miss when
+// observed is nil, else for a refresh of the entries whose headers were
+// observed). It returns the items whose leases it took, with their
+// versions, and the lease.lua replies of all of them by index. A Redis
+// error gives up the leases taken and returns errFailOpen (or ctx's
+// error).
+func (e *Entity[T]) takeLeases(ctx context.Context, items []item, observed []string) (got []item, replies []leaseReply, err error) {
+	now := time.Now().UnixMilli()
+	calls := make([]script.Call, len(items))
+	for i := range items {
+		items[i].token = token.New()
+		obs := ""
+		if observed != nil {
+			obs = observed[i]
+		}
+		calls[i] = e.leaseCall(items[i], obs, now)
+	}
+	err = script.RunMany(ctx, e.c.client, calls)
+	replies = make([]leaseReply, len(items))
+	for i := range calls {
+		if res, cerr := calls[i].Cmd.Slice(); cerr == nil {
+			replies[i], _ = parseLease(res)
+		}
+		if replies[i].status == leaseAcquired {
+			it := items[i]
+			it.ver = replies[i].ver
+			got = append(got, it)
+		}
+	}
+	if err = e.redisResult(ctx, err); err != nil {
+		e.releaseLeases(ctx, got)
+		return nil, nil, err
+	}
+	return got, replies, nil
 }
 
 // confirmLeases is the last check before loading items, whose leases this

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // This file is a miss, top to bottom: miss picks the strategy's rebuild
 // (leased for Mutex, AsyncRefresh and EarlyRefresh; loadAndStore for None
-// and SingleFlight), shared in this process through the flight group; the
-// rebuild loads (loadLeased under a lease) and finish stores the result,
-// version-checked, and maps it to Get's answer (result).
+// and SingleFlight), shared in this process through the flight group.
+// leased is Get's use of rebuildLeased, the leased rebuild GetMany shares
+// (getmany_lease.go): rounds of lease calls (leaseRound), a load for the
+// leases taken, and a wait for the others' announcements (takeAnnounced)
+// bounded by WaitTimeout (waitTimedOut). Get's load is loadLeased (or
+// loadAndStore's, unleased), and finish stores its result,
+// version-checked, and maps it to Get's answer (result). The lease calls
+// are in lease.go, the stores' scripts in load.go.
 
 // request is one Get's miss, passed by value down the miss path: the id
 // and its entry key (and, once known, the version token read before the
@@ -66,79 +69,262 @@ func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, er
 	})
 }
 
-// leased is a miss for Mutex, AsyncRefresh and EarlyRefresh: one caller
-// across all processes takes the lease (renewed while it loads) and loads;
-// the others wait for its value-ready notification (or re-check every
-// recheck), up to WaitTimeout. A lease that lapsed before the load began
-// (see confirmLeases) is waited for as if another caller held it; a
-// loader that calls runtime.Goexit gives the lease up, as a failed load
-// does. In this process callers share one leased() through the flight
-// group. A Redis failure before the load returns errFailOpen.
+// leased is Get's miss for Mutex, AsyncRefresh and EarlyRefresh: a
+// rebuild of one claim (see rebuildLeased) whose load is loadLeased. In
+// this process callers share one leased() through the flight group. A
+// Redis failure before the load returns errFailOpen.
 func (e *Entity[T]) leased(ctx context.Context, r request[T]) (T, outcome, error) {
-	var zero T
-	r.token = token.New()
-	deadline := time.NewTimer(e.p.WaitTimeout)
-	defer deadline.Stop()
-	var tick *time.Timer
+	c := &claim[T]{item: r.item, stale: r.stale}
+	err := e.rebuildLeased(ctx, []*claim[T]{c}, r.mark, func(ctx context.Context, got []*claim[T]) error {
+		r.item, r.stale = c.item, c.stale
+		c.answer(e.loadLeased(ctx, r))
+		return nil
+	})
+	if err != nil && !c.done {
+		var zero T
+		return zero, validAll, err
+	}
+	return c.v, c.out, c.err
+}
+
+// claim is one id of a leased rebuild and, once answered, its answer: a
+// value or an error (ErrNotFound for an absent id), with the outcome that
+// tells which of the callers sharing Get's rebuild may use it.
+type claim[T any] struct {
+	item
+	stale  *stale[T] // the value to serve within Grace if the load fails, or nil
+	holder string    // the lease token of the holder the last round saw, or ""
+
+	done bool
+	v    T
+	err  error
+	out  outcome
+}
+
+func (c *claim[T]) answer(v T, out outcome, err error) {
+	c.v, c.out, c.err, c.done = v, out, err, true
+}
+
+// rebuildLeased is the miss of Mutex, AsyncRefresh and EarlyRefresh, for
+// Get (one claim) and GetMany alike. Each round takes the rebuild leases of
+// the claims still open in one round trip, mark() just before it (see
+// validMarked): a fresh entry found answers its claim; the claims whose
+// leases it took, and still holds when the load begins (see
+// confirmLeases), go to load in one call, which answers them (or returns
+// its error); the others, leased by other callers in any process, wait.
+// Once every one of them was announced stored (or given up) by its holder,
+// or every recheck period, the entries their holders sent answer them, and
+// the rest start another round: what a holder stored without sending, or
+// gave up after a failed load, is found or leased then. The wait is
+// bounded by WaitTimeout, counted from its start (see waitTimedOut).
+//
+// A Redis error in a round returns errFailOpen (or ctx's error) and leaves
+// the open claims unanswered. A load error answers them with their stale
+// values within Grace, where they have one, and is returned.
+func (e *Entity[T]) rebuildLeased(ctx context.Context, open []*claim[T], mark func(), load func(context.Context, []*claim[T]) error) error {
 	var w *waiter
-	var holder string // lease token of the holder the last lease call saw
+	var deadline, tick *time.Timer
 	for {
-		r.mark() // callers that joined so far are covered by what this lease call reads
-		taken := time.Now()
-		lr, err := e.lease(ctx, r.key, r.token, "")
-		if err = e.redisResult(ctx, err); err != nil {
-			return zero, validAll, err
+		if w != nil {
+			w.reset() // what is announced from now on is news to this round
 		}
-		switch lr.status {
-		case leaseAcquired:
-			r.ver = lr.ver
-			if _, lost := e.confirmLeases(ctx, []item{r.item}, taken); len(lost) > 0 {
-				break // lapsed: wait for whoever took it, or take it back
-			}
-			return e.loadLeased(ctx, r)
-		case leaseNoop:
-			if v, err, ok := e.decodeFresh(ctx, r.key, lr.entry); ok {
-				return v, validMarked, err
-			}
-			continue
+		mark() // callers that joined so far are covered by what this round reads
+		waiting, again, err := e.leaseRound(ctx, open, load)
+		if err != nil || len(waiting) == 0 {
+			return err
 		}
-		// Held by another caller (or lost): wait for its notification.
-		holder = ""
-		if lr.status == leaseHeld {
-			holder = lr.ver
+		open = waiting
+		if again {
+			continue // an entry did not decode and was deleted: lease it again
 		}
-		if r.stale == nil && lr.entry != nil {
-			r.stale = e.classify(lr.entry, 0).stale()
-		}
+		keyList := keysOfClaims(open)
 		if w == nil {
-			e.ctr.inc(EventLockWait)
-			w = e.c.hub.register(ctx, r.key)
+			for range open {
+				e.ctr.inc(EventLockWait)
+			}
+			w = e.c.hub.register(ctx, keyList...)
 			defer e.c.hub.unregister(w)
+			deadline = time.NewTimer(e.p.WaitTimeout)
+			defer deadline.Stop()
 			tick = time.NewTimer(min(e.c.recheck, e.p.WaitTimeout))
 			defer tick.Stop()
-			continue // re-check now that a notification can no longer be missed
+			continue // re-check now that no announcement can be missed
 		}
-		select {
-		case <-ctx.Done():
-			return zero, validAll, ctx.Err()
-		case <-deadline.C:
-			e.ctr.inc(EventLockTimeout)
-			if v, ok := e.serveStale(r.stale); ok {
-				return v, validAll, nil
+	wait:
+		for !w.allReady(keyList) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-deadline.C:
+				mark()
+				return e.waitTimedOut(ctx, open)
+			case <-w.wake:
+			case <-tick.C:
+				break wait
 			}
-			return zero, validAll, fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, r.id, e.p.WaitTimeout)
-		case <-w.wake:
-			// The holder seen above stored after this caller's last lease
-			// call, which covers the callers joined before its mark.
-			if b, ok := w.stored(r.key, holder); ok {
-				if v, err, ok := e.classify(b, 0).current(); ok {
-					return v, validMarked, err
-				}
-			}
-		case <-tick.C:
+		}
+		if open = e.takeAnnounced(w, open); len(open) == 0 {
+			return nil
 		}
 		tick.Reset(min(e.c.recheck, e.p.WaitTimeout))
 	}
+}
+
+// leaseRound is one round of rebuildLeased: it takes the leases of the
+// open claims in one pipeline, answers the claims whose entries it finds
+// fresh, loads those whose leases it took and still holds, and returns the
+// others, leased by other callers (or lost). again reports an entry that
+// did not decode, deleted meanwhile: its claim is among those returned.
+func (e *Entity[T]) leaseRound(ctx context.Context, open []*claim[T], load func(context.Context, []*claim[T]) error) (waiting []*claim[T], again bool, err error) {
+	items := make([]item, len(open))
+	for i, c := range open {
+		items[i] = c.item
+	}
+	taken := time.Now()
+	_, replies, err := e.takeLeases(ctx, items, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	var got []*claim[T]
+	for i, c := range open {
+		r := replies[i]
+		c.holder = ""
+		switch r.status {
+		case leaseAcquired:
+			c.item = items[i]
+			c.ver = r.ver
+			got = append(got, c)
+			continue
+		case leaseNoop:
+			if v, err, ok := e.decodeFresh(ctx, c.key, r.entry); ok {
+				c.answer(v, validMarked, err)
+				continue
+			}
+			again = true
+		case leaseHeld:
+			c.holder = r.ver
+			if c.stale == nil && r.entry != nil {
+				c.stale = e.classify(r.entry, 0).stale()
+			}
+		}
+		waiting = append(waiting, c)
+	}
+	if len(got) == 0 {
+		return waiting, again, nil
+	}
+	if _, lost := e.confirmLeases(ctx, itemsOfClaims(got), taken); len(lost) > 0 {
+		got, waiting = dropLost(got, lost, waiting) // waited for like the ids leased by others
+		if len(got) == 0 {
+			return waiting, again, nil
+		}
+	}
+	if err := load(ctx, got); err != nil {
+		e.answerStale(open) // the failed claims and the ones left waiting
+		return nil, false, err
+	}
+	return waiting, again, nil
+}
+
+// dropLost moves the claims of got whose leases were lost to waiting.
+func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) (kept, stillWaiting []*claim[T]) {
+	gone := make(map[string]bool, len(lost))
+	for _, it := range lost {
+		gone[it.key] = true
+	}
+	for _, c := range got {
+		if gone[c.key] {
+			waiting = append(waiting, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	return kept, waiting
+}
+
+// takeAnnounced answers the open claims whose holders, as the last round
+// saw them, sent the entries they stored, and returns the others. Such an
+// entry was stored after that round's lease call, so it covers the callers
+// its mark covers.
+func (e *Entity[T]) takeAnnounced(w *waiter, open []*claim[T]) []*claim[T] {
+	var rest []*claim[T]
+	for _, c := range open {
+		if b, ok := w.stored(c.key, c.holder); ok {
+			if v, err, ok := e.classify(b, 0).current(); ok {
+				c.answer(v, validMarked, err)
+				continue
+			}
+		}
+		rest = append(rest, c)
+	}
+	return rest
+}
+
+// waitTimedOut ends a wait that reached WaitTimeout: one last read of the
+// open claims, then, for each claim that is still not there, what a
+// timeout does (counted; a stale value within Grace, or ErrWaitTimeout).
+func (e *Entity[T]) waitTimedOut(ctx context.Context, open []*claim[T]) error {
+	raws, err := mget(ctx, e.c.client, keysOfClaims(open))
+	if err = e.redisResult(ctx, err); err != nil {
+		if !errors.Is(err, errFailOpen) {
+			return err
+		}
+		raws = nil
+	}
+	now := time.Now().UnixMilli()
+	var late []string
+	for i, c := range open {
+		if i < len(raws) {
+			if s, ok := raws[i].(string); ok {
+				if v, err, ok := e.classify([]byte(s), now).current(); ok {
+					c.answer(v, validMarked, err)
+					continue
+				}
+			}
+		}
+		e.ctr.inc(EventLockTimeout)
+		if v, ok := e.serveStale(c.stale); ok {
+			c.answer(v, validAll, nil)
+			continue
+		}
+		late = append(late, c.id)
+	}
+	switch len(late) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, late[0], e.p.WaitTimeout)
+	}
+	return fmt.Errorf("%w: %s: %d ids (%q first) after %v", ErrWaitTimeout, e.name, len(late), late[0], e.p.WaitTimeout)
+}
+
+// answerStale answers the claims of cs still open with their stale values
+// within Grace, where they have one.
+func (e *Entity[T]) answerStale(cs []*claim[T]) {
+	for _, c := range cs {
+		if !c.done {
+			if v, ok := e.serveStale(c.stale); ok {
+				c.answer(v, validAll, nil)
+			}
+		}
+	}
+}
+
+// keysOfClaims returns the entry keys of cs.
+func keysOfClaims[T any](cs []*claim[T]) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.key
+	}
+	return out
+}
+
+// itemsOfClaims returns the items of cs.
+func itemsOfClaims[T any](cs []*claim[T]) []item {
+	out := make([]item, len(cs))
+	for i, c := range cs {
+		out[i] = c.item
+	}
+	return out
 }
 
 // loadLeased loads r, whose lease this caller holds, renewing the lease
