@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/internal/script"
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // GetMany returns the values of ids that exist, by id. Hits are read in one
@@ -126,69 +125,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if err != nil || len(miss) == 0 {
 		return out, err
 	}
-	if e.p.Strategy.leases() {
-		return e.leasedMany(ctx, miss, stales, load, out)
-	}
-	return e.versionedMany(ctx, miss, stales, load, out)
-}
-
-// versionedMany is GetMany's miss path for None and SingleFlight: the
-// versions first, then the load, then the version-checked stores.
-func (e *Entity[T]) versionedMany(ctx context.Context, miss []item, stales map[string]*stale[T], load BatchLoader[T], out map[string]T) (map[string]T, error) {
-	now := time.Now().UnixMilli()
-	calls := make([]script.Call, len(miss))
-	for i, it := range miss {
-		calls[i] = script.Call{Script: versionScript, Keys: []string{it.key, it.key + ":ver"}, Args: []any{token.New(), e.verPX, now}}
-	}
-	if err := e.redisResult(ctx, script.RunMany(ctx, e.c.client, calls)); err != nil {
-		if errors.Is(err, errFailOpen) {
-			return e.loadManyDirect(ctx, miss, load, out)
-		}
-		return nil, err
-	}
-	// Entries stored by others since the MGET are used as they are.
-	var todo []item
-	for i, it := range miss {
-		res, _ := calls[i].Cmd.Slice()
-		ver, entry, _ := parseVersion(res)
-		if entry != nil {
-			if v, err, ok := e.decodeFresh(ctx, it.key, entry); ok {
-				if err == nil {
-					out[it.id] = v
-				}
-				continue
-			}
-		}
-		it.ver = ver
-		todo = append(todo, it)
-	}
-	if len(todo) == 0 {
-		return out, nil
-	}
-	found, d, err := e.invokeMany(withRequiredItems(ctx, todo), ids(todo), load)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		e.serveStales(todo, stales, out)
-		return out, err
-	}
-	e.storeMany(ctx, todo, found, d)
-	for _, it := range todo {
-		if v, ok := found[it.id]; ok {
-			out[it.id] = v
-		}
-	}
-	return out, nil
-}
-
-// serveStales puts into out, for the items it lacks, their stale values
-// still within Grace.
-func (e *Entity[T]) serveStales(items []item, stales map[string]*stale[T], out map[string]T) {
-	for _, it := range items {
-		if _, ok := out[it.id]; !ok {
-			if v, ok := e.serveStale(stales[it.id]); ok {
-				out[it.id] = v
-			}
-		}
-	}
+	return e.rebuildMany(ctx, miss, stales, load, out)
 }
 
 // keysOf returns the entry keys of items.

@@ -8,21 +8,11 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/internal/script"
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // item is one id being rebuilt: its id and entry key, the version token
 // read before its load, and the rebuild lease held for it ("" for none).
 type item struct{ id, key, ver, token string }
-
-// readVersion runs version.lua for one key.
-func (e *Entity[T]) readVersion(ctx context.Context, key string) (ver string, entry []byte, err error) {
-	res, err := versionScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, time.Now().UnixMilli()).Slice()
-	if err != nil {
-		return "", nil, err
-	}
-	return parseVersion(res)
-}
 
 // parseVersion reads version.lua's reply.
 func parseVersion(res []any) (ver string, entry []byte, err error) {

@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
-// This file is a miss, top to bottom: miss picks the strategy's rebuild
-// (leased for Mutex, AsyncRefresh and EarlyRefresh; loadAndStore for None
-// and SingleFlight), shared in this process through the flight group.
-// leased is Get's use of rebuildLeased, the leased rebuild GetMany shares
-// (getmany_lease.go): rounds of lease calls (leaseRound), a load for the
-// leases taken, and a wait for the others' announcements (takeAnnounced)
-// bounded by WaitTimeout (waitTimedOut). Get's load is loadLeased (or
-// loadAndStore's, unleased), and finish stores its result,
-// version-checked, and maps it to Get's answer (result). The lease calls
-// are in lease.go, the stores' scripts in load.go.
+// This file is a miss, top to bottom, for Get and GetMany alike: miss (Get)
+// checks the filter and shares rebuildOne through the flight group;
+// rebuildOne, like GetMany's rebuildMany, makes a claim per id and hands
+// the claims to rebuildClaims, which picks the strategy's rebuild.
+// rebuildLeased (Mutex, AsyncRefresh, EarlyRefresh) runs rounds of lease
+// calls (leaseRound), loads the leases taken, and waits for the others'
+// announcements (takeAnnounced) up to WaitTimeout (waitTimedOut);
+// rebuildVersioned (None, SingleFlight) reads the versions and loads. Get's
+// load is loadOne: finish stores its result, version-checked, and maps it
+// to Get's answer (result). The lease calls are in lease.go, the stores'
+// scripts in load.go, GetMany's batch load in getmany_rebuild.go.
 
 // request is one Get's miss, passed by value down the miss path: the id
 // and its entry key (and, once known, the version token read before the
@@ -54,30 +58,25 @@ func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, er
 			return zero, false, ErrNotFound
 		}
 	}
-	rebuild := e.loadAndStore
-	if e.p.Strategy.leases() {
-		rebuild = e.leased
-	}
 	if !e.p.Strategy.shares() || !r.share {
 		r.mark = noMark
-		v, _, err = rebuild(ctx, r)
+		v, _, err = e.rebuildOne(ctx, r)
 		return v, false, err
 	}
 	return e.flight.do(ctx, r.id, func(ctx context.Context, mark func()) (T, outcome, error) {
 		r.mark = mark
-		return rebuild(ctx, r)
+		return e.rebuildOne(ctx, r)
 	})
 }
 
-// leased is Get's miss for Mutex, AsyncRefresh and EarlyRefresh: a
-// rebuild of one claim (see rebuildLeased) whose load is loadLeased. In
-// this process callers share one leased() through the flight group. A
-// Redis failure before the load returns errFailOpen.
-func (e *Entity[T]) leased(ctx context.Context, r request[T]) (T, outcome, error) {
+// rebuildOne is Get's miss as a rebuild of one claim (see rebuildClaims),
+// loaded by loadOne. In this process callers share one rebuildOne through
+// the flight group. A Redis failure before the load returns errFailOpen.
+func (e *Entity[T]) rebuildOne(ctx context.Context, r request[T]) (T, outcome, error) {
 	c := &claim[T]{item: r.item, stale: r.stale}
-	err := e.rebuildLeased(ctx, []*claim[T]{c}, r.mark, func(ctx context.Context, got []*claim[T]) error {
+	err := e.rebuildClaims(ctx, []*claim[T]{c}, r.mark, func(ctx context.Context, _ []*claim[T]) error {
 		r.item, r.stale = c.item, c.stale
-		c.answer(e.loadLeased(ctx, r))
+		c.answer(e.loadOne(ctx, r))
 		return nil
 	})
 	if err != nil && !c.done {
@@ -87,7 +86,7 @@ func (e *Entity[T]) leased(ctx context.Context, r request[T]) (T, outcome, error
 	return c.v, c.out, c.err
 }
 
-// claim is one id of a leased rebuild and, once answered, its answer: a
+// claim is one id of a rebuild and, once answered, its answer: a
 // value or an error (ErrNotFound for an absent id), with the outcome that
 // tells which of the callers sharing Get's rebuild may use it.
 type claim[T any] struct {
@@ -105,23 +104,40 @@ func (c *claim[T]) answer(v T, out outcome, err error) {
 	c.v, c.out, c.err, c.done = v, out, err, true
 }
 
-// rebuildLeased is the miss of Mutex, AsyncRefresh and EarlyRefresh, for
-// Get (one claim) and GetMany alike. Each round takes the rebuild leases of
-// the claims still open in one round trip, mark() just before it (see
-// validMarked): a fresh entry found answers its claim; the claims whose
-// leases it took, and still holds when the load begins (see
-// confirmLeases), go to load in one call, which answers them (or returns
-// its error); the others, leased by other callers in any process, wait.
-// Once every one of them was announced stored (or given up) by its holder,
-// or every recheck period, the entries their holders sent answer them, and
-// the rest start another round: what a holder stored without sending, or
-// gave up after a failed load, is found or leased then. The wait is
-// bounded by WaitTimeout, counted from its start (see waitTimedOut).
+// claimLoader loads, in one call, the claims a rebuild hands it (their
+// items carry the versions read and the leases taken for them), stores
+// the results and answers the claims. It returns an error only for a
+// load that failed as a whole, whose claims it leaves open.
+type claimLoader[T any] func(ctx context.Context, got []*claim[T]) error
+
+// rebuildClaims is the miss of Get (one claim, see rebuildOne) and GetMany
+// (see rebuildMany): rebuildLeased for Mutex, AsyncRefresh and
+// EarlyRefresh, rebuildVersioned for None and SingleFlight. mark is called
+// before each Redis step whose reply can answer a claim (see validMarked).
+func (e *Entity[T]) rebuildClaims(ctx context.Context, open []*claim[T], mark func(), load claimLoader[T]) error {
+	if e.p.Strategy.leases() {
+		return e.rebuildLeased(ctx, open, mark, load)
+	}
+	return e.rebuildVersioned(ctx, open, mark, load)
+}
+
+// rebuildLeased is the rebuild of Mutex, AsyncRefresh and EarlyRefresh.
+// Each round takes the rebuild leases of the claims still open in one
+// round trip, mark() just before it: a fresh entry found answers its claim;
+// the claims whose leases it took, and still holds when the load begins
+// (see confirmLeases), go to load in one call, which answers them (or
+// returns its error); the others, leased by other callers in any process,
+// wait. Once every one of them was announced stored (or given up) by its
+// holder, or every recheck period, the entries their holders sent answer
+// them, and the rest start another round: what a holder stored without
+// sending, or gave up after a failed load, is found or leased then. The
+// wait is bounded by WaitTimeout, counted from its start (see
+// waitTimedOut).
 //
 // A Redis error in a round returns errFailOpen (or ctx's error) and leaves
 // the open claims unanswered. A load error answers them with their stale
 // values within Grace, where they have one, and is returned.
-func (e *Entity[T]) rebuildLeased(ctx context.Context, open []*claim[T], mark func(), load func(context.Context, []*claim[T]) error) error {
+func (e *Entity[T]) rebuildLeased(ctx context.Context, open []*claim[T], mark func(), load claimLoader[T]) error {
 	var w *waiter
 	var deadline, tick *time.Timer
 	for {
@@ -175,7 +191,7 @@ func (e *Entity[T]) rebuildLeased(ctx context.Context, open []*claim[T], mark fu
 // fresh, loads those whose leases it took and still holds, and returns the
 // others, leased by other callers (or lost). again reports an entry that
 // did not decode, deleted meanwhile: its claim is among those returned.
-func (e *Entity[T]) leaseRound(ctx context.Context, open []*claim[T], load func(context.Context, []*claim[T]) error) (waiting []*claim[T], again bool, err error) {
+func (e *Entity[T]) leaseRound(ctx context.Context, open []*claim[T], load claimLoader[T]) (waiting []*claim[T], again bool, err error) {
 	items := make([]item, len(open))
 	for i, c := range open {
 		items[i] = c.item
@@ -226,7 +242,7 @@ func (e *Entity[T]) leaseRound(ctx context.Context, open []*claim[T], load func(
 }
 
 // dropLost moves the claims of got whose leases were lost to waiting.
-func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) (kept, stillWaiting []*claim[T]) {
+func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) (kept, _ []*claim[T]) {
 	gone := make(map[string]bool, len(lost))
 	for _, it := range lost {
 		gone[it.key] = true
@@ -327,35 +343,58 @@ func itemsOfClaims[T any](cs []*claim[T]) []item {
 	return out
 }
 
-// loadLeased loads r, whose lease this caller holds, renewing the lease
-// until the result is stored (see finish). A failed load, or a loader that
-// calls runtime.Goexit, gives the lease up, which wakes its waiters.
-func (e *Entity[T]) loadLeased(ctx context.Context, r request[T]) (T, outcome, error) {
-	defer e.keepLeases(ctx, []item{r.item})()
+// rebuildVersioned is the rebuild of None and SingleFlight: one round
+// trip, mark() just before it, reads the versions of the claims (or the
+// fresh entries stored since the miss, which answer theirs), and load
+// loads the others, to be stored only if their versions still hold. A
+// Redis error returns errFailOpen (or ctx's error) and leaves the claims
+// open; a load error answers them with their stale values within Grace,
+// where they have one, and is returned.
+func (e *Entity[T]) rebuildVersioned(ctx context.Context, open []*claim[T], mark func(), load claimLoader[T]) error {
+	mark()
+	now := time.Now().UnixMilli()
+	calls := make([]script.Call, len(open))
+	for i, c := range open {
+		calls[i] = script.Call{Script: versionScript, Keys: []string{c.key, c.key + ":ver"}, Args: []any{token.New(), e.verPX, now}}
+	}
+	if err := e.redisResult(ctx, script.RunMany(ctx, e.c.client, calls)); err != nil {
+		return err
+	}
+	var todo []*claim[T]
+	for i, c := range open {
+		res, _ := calls[i].Cmd.Slice()
+		ver, entry, _ := parseVersion(res)
+		if entry != nil {
+			if v, err, ok := e.decodeFresh(ctx, c.key, entry); ok {
+				c.answer(v, validMarked, err)
+				continue
+			}
+		}
+		c.ver = ver
+		todo = append(todo, c)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := load(ctx, todo); err != nil {
+		e.answerStale(todo)
+		return err
+	}
+	return nil
+}
+
+// loadOne loads r and stores the result (see finish). Under a lease
+// (r.token set) it renews the lease until the result is stored; a failed
+// load, or a loader that calls runtime.Goexit, gives the lease up, which
+// wakes its waiters.
+func (e *Entity[T]) loadOne(ctx context.Context, r request[T]) (T, outcome, error) {
+	if r.token != "" {
+		defer e.keepLeases(ctx, []item{r.item})()
+	}
 	returned := false
 	defer e.releaseUnlessReturned(ctx, []item{r.item}, &returned)
 	v, d, err := e.invoke(withRequired(ctx, r.ver), r.id, r.load)
 	returned = true
-	return e.finish(ctx, r, v, d, err)
-}
-
-// loadAndStore is a miss for None and SingleFlight: read the version (or
-// a fresh entry stored since the miss), load, store unless invalidated
-// meanwhile. A Redis failure before the load returns errFailOpen.
-func (e *Entity[T]) loadAndStore(ctx context.Context, r request[T]) (T, outcome, error) {
-	var zero T
-	r.mark()
-	ver, entry, err := e.readVersion(ctx, r.key)
-	if err = e.redisResult(ctx, err); err != nil {
-		return zero, validAll, err
-	}
-	if entry != nil {
-		if v, err, ok := e.decodeFresh(ctx, r.key, entry); ok {
-			return v, validMarked, err
-		}
-	}
-	r.ver = ver
-	v, d, err := e.invoke(withRequired(ctx, ver), r.id, r.load)
 	return e.finish(ctx, r, v, d, err)
 }
 

@@ -26,7 +26,7 @@ func (e *Entity[T]) refresh(ctx context.Context, r request[T], observed string) 
 		return zero, false
 	}
 	r.stale, r.mark = nil, noMark
-	v, _, err := e.loadLeased(ctx, r)
+	v, _, err := e.loadOne(ctx, r)
 	if err != nil {
 		return zero, false
 	}
@@ -97,7 +97,7 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed
 
 // refreshMany is the batch form of refresh: it takes the leases of items
 // it can, drops those that lapsed before the load began (see
-// confirmLeases) and loads the others in one call (see loadLeasedMany).
+// confirmLeases) and loads the others in one call (see loadMany).
 func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load BatchLoader[T]) {
 	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, items, observed)
@@ -107,7 +107,7 @@ func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []st
 	if got, _ = e.confirmLeases(ctx, got, taken); len(got) == 0 {
 		return
 	}
-	if _, err := e.loadLeasedMany(ctx, got, load); err != nil {
+	if _, err := e.loadMany(ctx, got, load); err != nil {
 		return
 	}
 	for range got {

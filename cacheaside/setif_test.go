@@ -3,7 +3,9 @@ package cacheaside
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/asidekit/asidekit/internal/token"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -75,7 +77,7 @@ func TestSetIfVersion(t *testing.T) {
 	// A load that read the version before SetIfVersion cannot store over it.
 	v = version()
 	key, _ := e.Key("1")
-	tok, _, err := e.readVersion(ctx, key)
+	tok, _, err := readVersion(ctx, e, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,4 +94,14 @@ func TestSetIfVersion(t *testing.T) {
 	if _, err := e.Version(ctx, ""); err == nil {
 		t.Error("Version of an empty id: no error")
 	}
+}
+
+// readVersion runs version.lua for key as a load does before it reads the
+// source of truth.
+func readVersion(ctx context.Context, e *Entity[user], key string) (ver string, entry []byte, err error) {
+	res, err := versionScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, time.Now().UnixMilli()).Slice()
+	if err != nil {
+		return "", nil, err
+	}
+	return parseVersion(res)
 }
