@@ -241,8 +241,10 @@ func (e *Entity[T]) leaseRound(ctx context.Context, open []*claim[T], load claim
 	return waiting, again, nil
 }
 
-// dropLost moves the claims of got whose leases were lost to waiting.
-func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) (kept, _ []*claim[T]) {
+// dropLost splits got into the claims whose leases are still held and
+// those lost (see confirmLeases), which it appends to waiting.
+func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) ([]*claim[T], []*claim[T]) {
+	var held []*claim[T]
 	gone := make(map[string]bool, len(lost))
 	for _, it := range lost {
 		gone[it.key] = true
@@ -251,10 +253,10 @@ func dropLost[T any](got []*claim[T], lost []item, waiting []*claim[T]) (kept, _
 		if gone[c.key] {
 			waiting = append(waiting, c)
 		} else {
-			kept = append(kept, c)
+			held = append(held, c)
 		}
 	}
-	return kept, waiting
+	return held, waiting
 }
 
 // takeAnnounced answers the open claims whose holders, as the last round
@@ -311,36 +313,6 @@ func (e *Entity[T]) waitTimedOut(ctx context.Context, open []*claim[T]) error {
 		return fmt.Errorf("%w: %s %q after %v", ErrWaitTimeout, e.name, late[0], e.p.WaitTimeout)
 	}
 	return fmt.Errorf("%w: %s: %d ids (%q first) after %v", ErrWaitTimeout, e.name, len(late), late[0], e.p.WaitTimeout)
-}
-
-// answerStale answers the claims of cs still open with their stale values
-// within Grace, where they have one.
-func (e *Entity[T]) answerStale(cs []*claim[T]) {
-	for _, c := range cs {
-		if !c.done {
-			if v, ok := e.serveStale(c.stale); ok {
-				c.answer(v, validAll, nil)
-			}
-		}
-	}
-}
-
-// keysOfClaims returns the entry keys of cs.
-func keysOfClaims[T any](cs []*claim[T]) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.key
-	}
-	return out
-}
-
-// itemsOfClaims returns the items of cs.
-func itemsOfClaims[T any](cs []*claim[T]) []item {
-	out := make([]item, len(cs))
-	for i, c := range cs {
-		out[i] = c.item
-	}
-	return out
 }
 
 // rebuildVersioned is the rebuild of None and SingleFlight: one round
@@ -478,4 +450,34 @@ func (e *Entity[T]) serveStale(st *stale[T]) (T, bool) {
 	}
 	e.ctr.inc(EventStaleServed)
 	return st.v, true
+}
+
+// answerStale answers the claims of cs still open with their stale values
+// within Grace, where they have one.
+func (e *Entity[T]) answerStale(cs []*claim[T]) {
+	for _, c := range cs {
+		if !c.done {
+			if v, ok := e.serveStale(c.stale); ok {
+				c.answer(v, validAll, nil)
+			}
+		}
+	}
+}
+
+// keysOfClaims returns the entry keys of cs.
+func keysOfClaims[T any](cs []*claim[T]) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.key
+	}
+	return out
+}
+
+// itemsOfClaims returns the items of cs.
+func itemsOfClaims[T any](cs []*claim[T]) []item {
+	out := make([]item, len(cs))
+	for i, c := range cs {
+		out[i] = c.item
+	}
+	return out
 }

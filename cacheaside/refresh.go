@@ -8,11 +8,12 @@ import (
 )
 
 // refresh recomputes r's entry, whose header the caller saw, under the
-// lease, by the rules of a miss (see leased): it does nothing if another
-// caller holds the lease or the entry changed, nor if the lease lapsed
-// before the load began (see confirmLeases: whoever took it refreshes); a
-// loader that calls runtime.Goexit gives the lease up. It reports whether
-// it loaded a new value (stored unless invalidated meanwhile).
+// lease, by the rules of a miss (see rebuildLeased): it does nothing if
+// another caller holds the lease or the entry changed, nor if the lease
+// lapsed before the load began (see confirmLeases: whoever took it
+// refreshes); a loader that calls runtime.Goexit gives the lease up. It
+// reports whether it loaded a new value (stored unless invalidated
+// meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, r request[T], observed string) (T, bool) {
 	var zero T
 	r.token = token.New()

@@ -60,3 +60,26 @@ func BenchmarkGetMany_sharedMiss(b *testing.B) {
 	}
 	b.ReportMetric(float64(trips)/float64(b.N*procs*readers), "round-trips/GetMany")
 }
+
+// BenchmarkEntity_Get_miss: one Get of an id just invalidated, for each
+// strategy's rebuild: the invalidation, the GET, the version read (None)
+// or the lease (Mutex), an instant load and the store.
+func BenchmarkEntity_Get_miss(b *testing.B) {
+	for _, s := range []Strategy{None, Mutex} {
+		b.Run(s.String(), func(b *testing.B) {
+			r := testcontainers.Redis(b)
+			e := newEntity[benchValue](b, newCache(b, r.Client, r.Namespace, nil), "bench", Policy{TTL: time.Hour, Strategy: s})
+			ctx := context.Background()
+			load := func(context.Context, string) (benchValue, error) { return benchRow, nil }
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := e.Invalidate(ctx, "42"); err != nil {
+					b.Fatal(err)
+				}
+				if v, err := e.Get(ctx, "42", load); err != nil || v.ID != 42 {
+					b.Fatal(v, err)
+				}
+			}
+		})
+	}
+}
