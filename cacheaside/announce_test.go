@@ -103,8 +103,10 @@ func TestGetMany_announcedValues(t *testing.T) {
 				})
 				res <- result{got, err}
 			}()
-			// The MGET, the leases, the re-check once subscribed.
+			// The MGET, the leases, the re-check once subscribed; and the
+			// subscription confirmed, so that no announcement is missed.
 			waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 2 && rt.n.Load() >= 3 })
+			waitFor(t, 10*time.Second, func() bool { return wc.hub.fanout().LiveNow() })
 			before := rt.n.Load()
 			for _, id := range []string{"1", "2"} {
 				close(holders[id].gate)
