@@ -70,26 +70,10 @@ func TestGetMany_announcedValues(t *testing.T) {
 			wc.recheck = time.Hour // only the announcements can wake the waiter
 			waiter := newEntity[user](t, wc, "hot", p)
 			ctx := context.Background()
-
-			type holder struct {
-				gate chan struct{}
-				done chan error
-			}
-			holders := map[string]holder{}
+			release := map[string]func() error{}
 			for _, id := range []string{"1", "2"} {
-				h := holder{gate: make(chan struct{}), done: make(chan error, 1)}
-				holders[id] = h
 				e := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)
-				entered := make(chan struct{})
-				go func() {
-					_, err := e.Get(ctx, id, func(_ context.Context, id string) (user, error) {
-						close(entered)
-						<-h.gate
-						return user{ID: id, Name: "v" + id}, nil
-					})
-					h.done <- err
-				}()
-				<-entered
+				release[id] = holdLoad(e, id, "v"+id)
 			}
 			type result struct {
 				got map[string]user
@@ -109,8 +93,7 @@ func TestGetMany_announcedValues(t *testing.T) {
 			waitFor(t, 10*time.Second, func() bool { return wc.hub.fanout().LiveNow() })
 			before := rt.n.Load()
 			for _, id := range []string{"1", "2"} {
-				close(holders[id].gate)
-				if err := <-holders[id].done; err != nil {
+				if err := release[id](); err != nil {
 					t.Fatal(err)
 				}
 			}

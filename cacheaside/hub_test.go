@@ -69,30 +69,37 @@ func TestMutex_resubscribeWakesWaiter(t *testing.T) {
 // begun and waits for finish, and a waiter, started after it, is on its
 // way to wait for the holder's value.
 type heldLoad struct {
-	gate chan struct{}  // closed by finish: the holder's loader returns
-	held chan error     // the holder's Get error
-	done chan getResult // the waiter's Get result
+	release func() error   // lets the holder's loader return; the holder's Get error
+	done    chan getResult // the waiter's Get result
 }
 
-// startHeldLoad starts holder.Get of id "1", whose loader returns a user
-// named name once finish is called, and, once that loader has begun,
-// waiter.Get of the same id, whose loader fails the test.
-func startHeldLoad(t *testing.T, holder, waiter *Entity[user], name string) *heldLoad {
-	t.Helper()
-	g := &heldLoad{gate: make(chan struct{}), held: make(chan error, 1), done: make(chan getResult, 1)}
-	entered := make(chan struct{})
-	ctx := context.Background()
+// holdLoad starts holder.Get of id, whose loader returns a user named name
+// once release is called, and returns once that loader has begun (the
+// rebuild lease is the holder's). release returns the holder's Get error.
+func holdLoad(holder *Entity[user], id, name string) (release func() error) {
+	gate, held, entered := make(chan struct{}), make(chan error, 1), make(chan struct{})
 	go func() {
-		_, err := holder.Get(ctx, "1", func(ctx context.Context, id string) (user, error) {
+		_, err := holder.Get(context.Background(), id, func(ctx context.Context, id string) (user, error) {
 			close(entered)
-			<-g.gate
+			<-gate
 			return user{ID: id, Name: name}, nil
 		})
-		g.held <- err
+		held <- err
 	}()
 	<-entered
+	return func() error {
+		close(gate)
+		return <-held
+	}
+}
+
+// startHeldLoad starts holder.Get of id "1" (see holdLoad) and, once its
+// loader has begun, waiter.Get of the same id, whose loader fails the test.
+func startHeldLoad(t *testing.T, holder, waiter *Entity[user], name string) *heldLoad {
+	t.Helper()
+	g := &heldLoad{release: holdLoad(holder, "1", name), done: make(chan getResult, 1)}
 	go func() {
-		u, err := waiter.Get(ctx, "1", func(context.Context, string) (user, error) {
+		u, err := waiter.Get(context.Background(), "1", func(context.Context, string) (user, error) {
 			t.Error("the waiter loaded")
 			return user{}, nil
 		})
@@ -105,8 +112,7 @@ func startHeldLoad(t *testing.T, holder, waiter *Entity[user], name string) *hel
 // Get failed, and returns the waiter's result.
 func (g *heldLoad) finish(t *testing.T) getResult {
 	t.Helper()
-	close(g.gate)
-	if err := <-g.held; err != nil {
+	if err := g.release(); err != nil {
 		t.Fatal(err)
 	}
 	return <-g.done

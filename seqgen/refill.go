@@ -113,14 +113,14 @@ const maxBackoff = 50 * time.Millisecond
 // jittered, growing backoff when the holder is another process; never
 // longer than atMost.
 func (g *Generator) wait(ctx context.Context, key string, retry *backoff.Backoff, atMost time.Duration) error {
+	atMost = max(atMost, 0)
 	g.mu.Lock()
 	f := g.flights[key]
 	g.mu.Unlock()
 	if f == nil {
-		d := min(retry.Next(), max(atMost, 0))
-		return backoff.Sleep(ctx, d)
+		return backoff.Sleep(ctx, min(retry.Next(), atMost))
 	}
-	t := time.NewTimer(min(g.opts.LeaseTTL, max(atMost, 0)))
+	t := time.NewTimer(atMost) // at most maxWait, which is at most LeaseTTL
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
