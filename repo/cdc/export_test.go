@@ -16,8 +16,9 @@ func SetRetryBackoff(inv *Invalidator, d time.Duration, probe bool) {
 	inv.retryBackoff, inv.noRedisProbe = d, !probe
 }
 
-// OnInvisible installs a hook that runs when the applier starts waiting
-// for a decoded transaction to become visible.
+// OnInvisible installs a hook that runs each time a snapshot shows a
+// decoded transaction the applier waits for still invisible (the first
+// time, the wait begins).
 func OnInvisible(inv *Invalidator, f func()) { inv.onInvisible = f }
 
 // NoRecoveryGate makes inv run without adding CatchUp to its

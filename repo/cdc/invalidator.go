@@ -58,8 +58,8 @@ type Invalidator struct {
 	// ends the session there, as a crash would.
 	afterApply func(end LSN) error
 	// ignoreVisibility, for tests only, applies a transaction as soon as
-	// it is decoded; onInvisible, when set (by tests), runs when the
-	// applier starts waiting for a transaction to become visible.
+	// it is decoded; onInvisible, when set (by tests), runs each time a
+	// snapshot shows a transaction the applier waits for still invisible.
 	ignoreVisibility bool
 	onInvisible      func()
 	// retryBackoff, when set (by tests), is every wait between two tries

@@ -87,19 +87,26 @@ func (v *visibility) refresh(ctx context.Context) error {
 	return nil
 }
 
-// wait returns once xid is visible to a new snapshot, or ctx ends; onWait,
-// if set, runs once before the first wait.
-func (v *visibility) wait(ctx context.Context, xid uint32, onWait func()) error {
-	b := backoff.New(time.Millisecond, 100*time.Millisecond)
-	for first := true; ; first = false {
+// maxVisiblePoll bounds the pause between two snapshots while the applier
+// waits for a transaction to become visible, and so how late it sees it:
+// every write decoded meanwhile waits behind it. A wait for a synchronous
+// standby lasts as long as the standby takes; polling every 5 ms costs at
+// most 200 one-row queries a second while it does.
+const maxVisiblePoll = 5 * time.Millisecond
+
+// wait returns once xid is visible to a new snapshot, or ctx ends;
+// onInvisible, if set, runs each time a snapshot shows xid invisible.
+func (v *visibility) wait(ctx context.Context, xid uint32, onInvisible func()) error {
+	b := backoff.New(time.Millisecond, maxVisiblePoll)
+	for {
 		if err := v.refresh(ctx); err != nil {
 			return err
 		}
 		if v.visible(xid) {
 			return nil
 		}
-		if first && onWait != nil {
-			onWait()
+		if onInvisible != nil {
+			onInvisible()
 		}
 		if err := b.Wait(ctx); err != nil {
 			return err
