@@ -27,17 +27,6 @@ type leaseReply struct {
 	entry  []byte // nil when there is none
 }
 
-// lease runs lease.lua for the lease token tok. observed is "" (miss
-// mode) or the entry header the caller saw (refresh mode).
-func (e *Entity[T]) lease(ctx context.Context, key, tok, observed string) (leaseReply, error) {
-	res, err := leaseScript.Run(ctx, e.c.client, []string{key, key + ":lock", key + ":ver"},
-		tok, e.lockPX, token.New(), e.verPX, time.Now().UnixMilli(), observed).Slice()
-	if err != nil {
-		return leaseReply{}, err
-	}
-	return parseLease(res)
-}
-
 // parseLease reads lease.lua's reply.
 func parseLease(res []any) (leaseReply, error) {
 	var r leaseReply

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/testcontainers"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,27 +21,40 @@ func TestLease_sameTokenGrantedAgain(t *testing.T) {
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{Strategy: Mutex})
 	ctx := context.Background()
 	key, _ := e.Key("1")
-	first, err := e.lease(ctx, key, "tok", "")
+	first, err := lease(ctx, e, key, "tok")
 	if err != nil || first.status != leaseAcquired {
 		t.Fatalf("first lease = %+v, %v", first, err)
 	}
-	again, err := e.lease(ctx, key, "tok", "")
+	again, err := lease(ctx, e, key, "tok")
 	if err != nil || again.status != leaseAcquired || again.ver != first.ver {
 		t.Fatalf("same token again = %+v, %v; want granted with version %q", again, err, first.ver)
 	}
-	if other, err := e.lease(ctx, key, "other", ""); err != nil || other.status != leaseHeld {
+	if other, err := lease(ctx, e, key, "other"); err != nil || other.status != leaseHeld {
 		t.Fatalf("other token = %+v, %v; want held", other, err)
 	}
 	// Nothing to rebuild any more: the holder's retry gives the lease up.
 	if err := e.Set(ctx, "1", user{ID: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := e.lease(ctx, key, "tok", ""); err != nil || r.status != leaseNoop {
+	if r, err := lease(ctx, e, key, "tok"); err != nil || r.status != leaseNoop {
 		t.Fatalf("lease over a fresh entry = %+v, %v; want noop", r, err)
 	}
 	if n := r.Client.Exists(ctx, key+":lock").Val(); n != 0 {
 		t.Fatal("the holder's lease survived a noop retry")
 	}
+}
+
+// lease runs lease.lua alone, in miss mode, for key with lease token tok.
+func lease(ctx context.Context, e *Entity[user], key, tok string) (leaseReply, error) {
+	calls := []script.Call{e.leaseCall(item{key: key, token: tok}, "", time.Now().UnixMilli())}
+	if err := script.RunMany(ctx, e.c.client, calls); err != nil {
+		return leaseReply{}, err
+	}
+	res, err := calls[0].Cmd.Slice()
+	if err != nil {
+		return leaseReply{}, err
+	}
+	return parseLease(res)
 }
 
 // lossyDialer dials Redis through connections that, once armed, run the

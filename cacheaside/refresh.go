@@ -3,8 +3,6 @@ package cacheaside
 import (
 	"context"
 	"time"
-
-	"github.com/asidekit/asidekit/internal/token"
 )
 
 // refresh recomputes r's entry, whose header the caller saw, under the
@@ -16,17 +14,15 @@ import (
 // meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, r request[T], observed string) (T, bool) {
 	var zero T
-	r.token = token.New()
 	taken := time.Now()
-	lr, err := e.lease(ctx, r.key, r.token, observed)
-	if e.redisResult(ctx, err) != nil || lr.status != leaseAcquired {
+	got, _, err := e.takeLeases(ctx, []item{r.item}, []string{observed})
+	if err != nil || len(got) == 0 {
 		return zero, false
 	}
-	r.ver = lr.ver
-	if _, lost := e.confirmLeases(ctx, []item{r.item}, taken); len(lost) > 0 {
+	if got, _ = e.confirmLeases(ctx, got, taken); len(got) == 0 {
 		return zero, false
 	}
-	r.stale, r.mark = nil, noMark
+	r.item, r.stale, r.mark = got[0], nil, noMark
 	v, _, err := e.loadOne(ctx, r)
 	if err != nil {
 		return zero, false
