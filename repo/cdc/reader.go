@@ -133,6 +133,11 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 
 // send hands it to the applier, reporting the position while it waits.
 func (r *reader) send(ctx context.Context, it item) error {
+	select {
+	case r.items <- it: // the applier keeps up: no timer
+		return nil
+	default:
+	}
 	for {
 		t := time.NewTimer(max(time.Until(r.nextStatus), waitPoll))
 		select {

@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/jackc/pglogrepl"
 
@@ -48,7 +49,7 @@ func (r *relation) values(t *pglogrepl.TupleData, keyOnly bool) (map[string]any,
 		case pglogrepl.TupleDataTypeNull:
 			m[r.cols[i]] = nil
 		case pglogrepl.TupleDataTypeText:
-			m[r.cols[i]] = string(c.Data)
+			m[r.cols[i]] = text(c.Data)
 		}
 	}
 	return m, nil
@@ -72,4 +73,14 @@ func (r *relation) change(msg pglogrepl.Message) (rowchange.Change, error) {
 		ch.Old, err = r.values(m.OldTuple, m.OldTupleType == pglogrepl.DeleteMessageTupleTypeKey)
 	}
 	return ch, err
+}
+
+// text returns a text column's value without copying it: the decoder
+// allocates each column's bytes afresh (pglogrepl's TupleData.Decode) and
+// nothing writes them afterwards.
+func text(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
