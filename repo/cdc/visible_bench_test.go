@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/asidekit/asidekit/repo/cdc"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -50,15 +48,7 @@ func benchAfterVisible(b *testing.B, e *env, hold time.Duration) {
 	})
 	run(b, inv)
 	e.sync(b, inv)
-	writer, err := pgx.Connect(ctx, e.dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer writer.Close(ctx)
-	var pid int32
-	if err := writer.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		b.Fatal(err)
-	}
+	writer, pid := backend(b, e)
 	var after time.Duration
 	b.ResetTimer()
 	for i := range b.N {

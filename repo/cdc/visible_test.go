@@ -59,15 +59,7 @@ func testCommitVisibility(t *testing.T, e *env, rule bool) {
 	before := inv.Stats().Transactions
 
 	// The write: its COMMIT is flushed, then waits for the standby.
-	conn, err := pgx.Connect(ctx, e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var pid int32
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	conn, pid := backend(t, e)
 	committed := make(chan error, 1)
 	go func() {
 		_, err := conn.Exec(ctx, `BEGIN; SET LOCAL synchronous_commit = on;
@@ -116,4 +108,22 @@ func testCommitVisibility(t *testing.T, e *env, rule bool) {
 	case !rule && got != "Ada":
 		t.Errorf("without the rule the old row should have stayed cached, got %q", got)
 	}
+}
+
+// backend opens a connection of its own to e's database, closed at
+// cleanup, and returns it with its server process's id (for
+// pg_cancel_backend).
+func backend(t testing.TB, e *env) (*pgx.Conn, int32) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	var pid int32
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return conn, pid
 }
