@@ -165,8 +165,16 @@ func TestGenerator_Next_flushSafety(t *testing.T) {
 	// key, not one skipped range: a refill in flight when the keys go may
 	// leave its range apart from the re-seed's (a CI run under load saw
 	// gaps [16 1 822] for two deletions).
-	if skipped > deletions*segment {
-		t.Errorf("%d gaps skipping %d numbers for %d deletions, want at most one segment (%d) per deletion", len(gaps), skipped, deletions, segment)
+	// A call that falls back to the DB (Stats.Fallbacks: Redis failed or
+	// was slow, or it waited maxWait for another caller's reservation)
+	// issues from a spare segment, whose rest is skipped as documented: at
+	// most one segment more per such call.
+	var fallbacks int64
+	for _, g := range gens {
+		fallbacks += int64(g.Stats().Fallbacks)
 	}
-	t.Logf("%d numbers, highest %d, DB mark %d, gaps %v, stats %+v", len(all), all[len(all)-1], mark, gaps, gens[0].Stats())
+	if skipped > (deletions+fallbacks)*segment {
+		t.Errorf("%d gaps skipping %d numbers for %d deletions and %d fallbacks, want at most one segment (%d) for each", len(gaps), skipped, deletions, fallbacks, segment)
+	}
+	t.Logf("%d numbers, highest %d, DB mark %d, gaps %v, stats %+v and %+v", len(all), all[len(all)-1], mark, gaps, gens[0].Stats(), gens[1].Stats())
 }
