@@ -25,7 +25,9 @@
 // DB mark and sets the counter to lo. Numbers between the last one issued and
 // lo are skipped; none is repeated. Each reservation moves the DB mark to
 // the observed counter + Segment, so a lost key skips about Segment numbers
-// at most.
+// at most. A refill that was reserving when the key went cannot install its
+// segment and gives its lease up at once, so the re-seed does not wait for
+// it.
 //
 // # Why a number is never issued twice
 //

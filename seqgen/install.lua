@@ -12,7 +12,8 @@
 --
 -- Returns 1 seeded, 2 the current range grew, 3 buffered as the next
 -- segment, 0 dropped (stale or no room: its numbers are skipped), -1 the
--- counter is missing and the caller may not seed (no lease, or not a seed).
+-- counter is missing and the caller may not seed (no lease, or not a seed;
+-- a lease of the caller's is released).
 --
 -- A segment is installed at most once: every segment reserved before the
 -- counter was seeded lies below the counter, and every one installed since
@@ -31,6 +32,10 @@ end
 local c = redis.call('GET', KEYS[1])
 if not c then
   if ARGV[3] ~= '1' or redis.call('GET', KEYS[3]) ~= ARGV[5] then
+    -- A refill whose counter was lost (evicted, expired, deleted) while its
+    -- lease survived gives the lease up: kept, it would hold every caller,
+    -- which must now seed, for LeaseTTL.
+    release()
     return -1
   end
   redis.call('SET', KEYS[1], lo, 'PX', ttl)

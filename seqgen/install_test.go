@@ -234,3 +234,39 @@ func TestNext_refillLeaseAtThreshold(t *testing.T) {
 		t.Fatalf("next = %+v, want 81 without a second lease", r)
 	}
 }
+
+// A refill that finds the counter lost (evicted, expired or deleted while
+// its lease survived) gives its lease up, so that the next caller seeds at
+// once instead of waiting LeaseTTL for a holder that can no longer install.
+func TestInstall_refillOnLostCounter_releasesLease(t *testing.T) {
+	t.Parallel()
+	e := newScriptEnv(t)
+	if r := e.next(1, "a"); r.status != statusNeedSeed || !r.leased {
+		t.Fatalf("first next = %+v, want need seed with lease", r)
+	}
+	if got := e.install(0, 100, true, "a"); got != installSeeded {
+		t.Fatalf("seed = %d, want %d", got, installSeeded)
+	}
+	if r := e.next(85, "b"); r.status != statusIssued || !r.leased {
+		t.Fatalf("next near the mark = %+v, want issued with the refill lease", r)
+	}
+	if err := e.rdb.Del(e.ctx, e.k.counter, e.k.meta).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.install(100, 200, false, "b"); got != installNoSeed {
+		t.Fatalf("refill on the lost counter = %d, want %d", got, installNoSeed)
+	}
+	if n, err := e.rdb.Exists(e.ctx, e.k.lease).Result(); err != nil || n != 0 {
+		t.Fatalf("lease still held after the refill gave up (exists %d, %v)", n, err)
+	}
+	if r := e.next(1, "c"); r.status != statusNeedSeed || !r.leased {
+		t.Fatalf("next after the refill gave up = %+v, want need seed with lease", r)
+	}
+	// Someone else's lease stays.
+	if got := e.install(100, 200, false, "b"); got != installNoSeed {
+		t.Fatalf("replayed refill = %d, want %d", got, installNoSeed)
+	}
+	if v, err := e.rdb.Get(e.ctx, e.k.lease).Result(); err != nil || v != "c" {
+		t.Fatalf("lease = %q, %v; want c's", v, err)
+	}
+}
