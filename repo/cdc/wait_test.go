@@ -36,6 +36,9 @@ func TestWait_otherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, holder)
+	// The slot, created before the sync's position, lets sync return
+	// before the holder's session starts: the stand-by must find it held.
+	waitFor(t, "the holder to hold the slot", func() bool { return holder.Stats().Active })
 	e.sync(t, holder)
 	if got := e.name(t, 1); got != "Ada" {
 		t.Fatalf("name = %q", got)
