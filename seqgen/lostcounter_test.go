@@ -15,7 +15,8 @@ import (
 // missed the lease created meanwhile) while a background refill holds the
 // lease: the refill cannot install, and gives the lease up, so the next
 // call seeds a fresh segment from the DB at once. Kept, the lease would
-// hold every caller for LeaseTTL and then send them to the DB fallback.
+// hold every caller for the wait's bound (5 × RedisTimeout, at most
+// LeaseTTL) and then send it to the DB fallback.
 func TestGenerator_counterLostDuringRefill(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -26,7 +27,7 @@ func TestGenerator_counterLostDuringRefill(t *testing.T) {
 		o.Segment, o.RedisTimeout, o.LeaseTTL = 10, 10*time.Second, 2*time.Minute
 	})
 	ctx := context.Background()
-	keys := e.r.Namespace + ":seq:{ORD}:20261129"
+	counter := e.r.Namespace + ":seq:{ORD}:20261129"
 	mustNext(t, g, "ORD") // seeds (0, 10]
 
 	// Hold the mark row: the background refill started at 8 (RefillAt 0.8)
@@ -44,10 +45,10 @@ func TestGenerator_counterLostDuringRefill(t *testing.T) {
 	if last != 8 {
 		t.Fatalf("8th number = %d, want 8", last)
 	}
-	if n, err := e.r.Client.Exists(ctx, keys+":lease").Result(); err != nil || n != 1 {
+	if n, err := e.r.Client.Exists(ctx, counter+":lease").Result(); err != nil || n != 1 {
 		t.Fatalf("refill lease not held at 8 (exists %d, %v)", n, err)
 	}
-	if err := e.r.Client.Del(ctx, keys, keys+":hw").Err(); err != nil {
+	if err := e.r.Client.Del(ctx, counter, counter+":hw").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit().Error; err != nil {
