@@ -83,14 +83,13 @@ func (r *failoverRig) cached(t *testing.T, ctx context.Context, id string) (key 
 // (a GET answers, with a value or nil) after a failover.
 func (r *failoverRig) routed(t *testing.T, ctx context.Context, key string) {
 	t.Helper()
-	r.client.ReloadState(ctx)
-	waitUntil(t, ctx, "the client routes "+key+" to a live master", func() error {
-		err := r.client.Get(ctx, key).Err()
-		if err == redis.Nil {
-			return nil
-		}
-		return err
-	})
+	start := time.Now()
+	if err := testcontainers.WaitRouted(ctx, r.client, key); err != nil {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		t.Fatalf("waited %v for the client to route %s to a live master: %v; the nodes' views:\n%s",
+			time.Since(start).Round(time.Millisecond), key, err, r.rc.Views(dctx))
+	}
 }
 
 // waitPending waits until the Cache has n invalidations pending.
@@ -356,11 +355,13 @@ func TestFailover_history(t *testing.T) {
 func testFailoverHistory(t *testing.T, acks int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	seed := time.Now().UnixNano()
+	began := time.Now()
+	seed := began.UnixNano()
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
 
 	h := &foHistory{rig: newFailoverRig(t, acks), db: map[string]int{}}
+	t.Logf("%v: cluster up", time.Since(began).Round(time.Millisecond))
 	for i := 0; i < 30; i++ {
 		h.ids = append(h.ids, strconv.Itoa(i))
 		h.db[h.ids[i]] = 1
@@ -398,6 +399,7 @@ func testFailoverHistory(t *testing.T, acks int) {
 	h.steps(t, ctx, rnd, 60)
 	h.write(t, ctx, rnd, onMaster[rnd.Intn(len(onMaster))])
 
+	t.Logf("%v: failover", time.Since(began).Round(time.Millisecond))
 	master.Kill()
 	if err := replica.Resume(); err != nil {
 		t.Fatal(err)
@@ -405,6 +407,7 @@ func testFailoverHistory(t *testing.T, acks int) {
 	if err := h.rig.rc.Takeover(ctx, replica); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%v: took over", time.Since(began).Round(time.Millisecond))
 	h.rig.routed(t, ctx, key)
 
 	stale := 0

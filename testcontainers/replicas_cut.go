@@ -103,3 +103,42 @@ func WaitRouted(ctx context.Context, client *redis.ClusterClient, key string) er
 		return nil
 	})
 }
+
+// Views describes how each live node sees the cluster: its role, its
+// cluster_state and, per node it knows, the address, flags and slots of
+// its CLUSTER NODES line. For a test's failure message after a failover.
+func (rc *ReplicatedCluster) Views(ctx context.Context) string {
+	var b strings.Builder
+	for _, n := range rc.Nodes {
+		if n.p == nil || n.p.exited() {
+			fmt.Fprintf(&b, "%s: not running\n", n.Addr)
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		role, err := c.Do(ctx, "ROLE").Slice()
+		var info, nodes string
+		if err == nil {
+			info, err = c.ClusterInfo(ctx).Result()
+		}
+		if err == nil {
+			nodes, err = c.ClusterNodes(ctx).Result()
+		}
+		_ = c.Close()
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", n.Addr, err)
+			continue
+		}
+		state, _, _ := strings.Cut(info[strings.Index(info, "cluster_state:")+len("cluster_state:"):], "\r\n")
+		fmt.Fprintf(&b, "%s: role %v, cluster_state %s, sees:", n.Addr, role[0], state)
+		for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 8 {
+				continue
+			}
+			addr, _, _ := strings.Cut(f[1], "@")
+			fmt.Fprintf(&b, " [%s %s %s]", addr, f[2], strings.Join(f[8:], ","))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
