@@ -128,7 +128,8 @@ func (rc *ReplicatedCluster) Views(ctx context.Context) string {
 			fmt.Fprintf(&b, "%s: %v\n", n.Addr, err)
 			continue
 		}
-		state, _, _ := strings.Cut(info[strings.Index(info, "cluster_state:")+len("cluster_state:"):], "\r\n")
+		_, state, _ := strings.Cut(info, "cluster_state:")
+		state, _, _ = strings.Cut(state, "\r\n")
 		fmt.Fprintf(&b, "%s: role %v, cluster_state %s, sees:", n.Addr, role[0], state)
 		for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
 			f := strings.Fields(line)
