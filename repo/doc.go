@@ -193,11 +193,12 @@
 // count, a page size outside [1, MaxPageSize] and a cursor that was
 // altered or belongs to other filter values are errors matching
 // ErrInvalid, and nothing is cached. When Redis is unreachable a list is
-// read from the database, uncached. A write whose error came after its
-// COMMIT may have landed bumps nothing, and one that returns (or would
-// return, see Options.AfterCommitErrors) ErrAfterCommit leaves its bumps
-// to the background retry: until repo/cdc or that retry bumps them, the
-// lists its row left and joined may stay as they were for that row, even
+// read from the database, uncached. A write whose error left its outcome
+// unknown (its COMMIT may have landed) does the list upkeep a success
+// would, as the Writes section says; one whose bumps failed in Redis (it
+// returns nil, or ErrAfterCommit under Options.AfterCommitErrors) leaves
+// them to the background retry: until repo/cdc or that retry bumps them,
+// the lists its row left and joined may stay as they were for that row, even
 // past a later write of the row that succeeds but does not move it (it
 // changes no list) and past writes of the lists' other rows (they patch
 // their own rows), until a later write moves the row into or out of them.
