@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,6 +95,45 @@ func TestInvocation(t *testing.T) {
 	} {
 		if got := invocation.MatchString(s); got != want {
 			t.Errorf("invocation(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestDefaultFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"docs/b.md", "docs/a.md", "docs/notes.txt", "docs/sub/c.md", "other/d.md"} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := defaultFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"README.md", "OPERATIONS.md", "COMPARISON.md", "docs/a.md", "docs/b.md"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("defaultFiles = %q, want %q", got, want)
+	}
+
+	if _, err := defaultFiles(t.TempDir()); err == nil {
+		t.Error("defaultFiles of a root without docs/*.md: no error")
+	}
+}
+
+// TestDefaultFiles_repository checks the repository's own pages are among
+// the defaults, so that CI's plain `go run ./internal/doccheck` reads them.
+func TestDefaultFiles_repository(t *testing.T) {
+	got, err := defaultFiles(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"README.md", "docs/testing.md", "docs/benchmarks.md", "docs/command.md"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("defaultFiles(repository) = %q, lacks %s", got, want)
 		}
 	}
 }

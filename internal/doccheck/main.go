@@ -1,7 +1,7 @@
 // Command doccheck checks that the commands the documents show still run.
-// It reads the shell code blocks of README.md, OPERATIONS.md and
-// COMPARISON.md (fenced blocks marked sh, bash, shell or console or not
-// marked at all, and indented blocks) and runs, for each line that calls
+// It reads the shell code blocks of README.md, OPERATIONS.md,
+// COMPARISON.md and every page of docs/ (fenced blocks marked sh, bash,
+// shell or console or not marked at all, and indented blocks) and runs, for each line that calls
 // go run, go test or make, its cheap form, from the repository root and as
 // the line is written (its cd, its VAR=value, its sh -c):
 //
@@ -20,6 +20,9 @@
 // repository root (CI runs it from .ci/run):
 //
 //	go run ./internal/doccheck [-v] [FILE.md…]
+//
+// With no FILE it checks README.md, OPERATIONS.md, COMPARISON.md and
+// docs/*.md; it fails when docs/ has no page.
 package main
 
 import (
@@ -33,8 +36,6 @@ import (
 	"time"
 )
 
-var defaultFiles = []string{"README.md", "OPERATIONS.md", "COMPARISON.md"}
-
 // invocation matches a line that calls go run, go test or make.
 var invocation = regexp.MustCompile(`(^|[\s(;&|'"])(go\s+(run|test)|make)(\s|$|[)'";&|])`)
 
@@ -45,18 +46,21 @@ func main() {
 	// has taken over 10 minutes; a command that fails fails fast anyway.
 	timeout := flag.Duration("timeout", 25*time.Minute, "the longest one cheap command may take")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: doccheck [flags] [FILE.md…] (default %s)\n\nflags:\n", strings.Join(defaultFiles, " "))
+		fmt.Fprintf(os.Stderr, "usage: doccheck [flags] [FILE.md…] (default %s %s)\n\nflags:\n", strings.Join(topFiles, " "), docsPages)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	files := flag.Args()
-	if len(files) == 0 {
-		files = defaultFiles
-	}
 	abs, err := filepath.Abs(*root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "doccheck:", err)
 		os.Exit(2)
+	}
+	files := flag.Args()
+	if len(files) == 0 {
+		if files, err = defaultFiles(abs); err != nil {
+			fmt.Fprintln(os.Stderr, "doccheck:", err)
+			os.Exit(2)
+		}
 	}
 	c := &checker{root: abs, baseEnv: userEnv(), timeout: *timeout, verbose: *verbose}
 	os.Exit(c.main(files))
