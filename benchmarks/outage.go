@@ -87,7 +87,7 @@ type outageVariant struct {
 
 var outageVariants = []outageVariant{
 	{"defaults", "go-redis's default client options (its default read, write and dial timeouts, no ContextTimeoutEnabled)", false},
-	{"kit", "the client settings README gives (asidekit.RecommendedTimeout, ContextTimeoutEnabled, MinIdleConns 4)", true},
+	{"kit", "the client settings docs/namespaces.md gives (asidekit.RecommendedTimeout, ContextTimeoutEnabled, MinIdleConns 4)", true},
 }
 
 // RunOutage runs a service-shaped workload while the Redis link of every
@@ -99,7 +99,7 @@ var outageVariants = []outageVariant{
 // rows with plain SQL while a repo/cdc Invalidator follows the WAL. Each
 // row carries a version, so a read that returns an older one than a write
 // acknowledged before the read began is counted stale. Variants defaults
-// and kit (go-redis's default client options against README's) times
+// and kit (go-redis's default client options against docs/namespaces.md's) times
 // faults cut and stall, then restart: the processes are stopped, rows
 // changed with plain SQL, new processes started, each with an
 // Invalidator, that read every changed row at once. Every process runs an
@@ -172,7 +172,7 @@ func RunOutage(ctx context.Context, env *Env, p OutageParams) (Result, error) {
 		"stale: a read that returned a version older than one acknowledged to a writer before the read began (repo writes, "+
 			"ErrAfterCommit included); after the restore also older than a plain-SQL write committed before it; "+
 			"a read older only than other processes' repo writes (nil) returned less than stale_local_window_ms before it "+
-			"(50 ms, or the p99 latency before the fault if longer) is the near cache's propagation delay (README, Near cache), "+
+			"(50 ms, or the p99 latency before the fault if longer) is the near cache's propagation delay (docs/near-cache.md), "+
 			"counted in stale_local_propagation instead",
 		"the simulated processes share one binary, so they share repo's process-wide after-commit retrier")
 	return res, nil

@@ -75,7 +75,7 @@ type outageCDCs struct {
 }
 
 // startOutageCDCs starts the service's Invalidators on slot. With gate,
-// one runs in every process, as README says (the first holds the slot, the
+// one runs in every process, as docs/outages.md says (the first holds the slot, the
 // others stand by, and each holds its process's reads off the cache after
 // a Redis failure until it caught up); without, one runs in a process of
 // its own (sidecar), so that the processes that serve reads have no

@@ -28,7 +28,7 @@ const (
 	MetricStaleAfterFailover = "stale_reads_after_failover"
 	// MetricStaleAfterFailoverOthers counts those older only than another
 	// process's ErrAfterCommit write, one that no replica had confirmed
-	// when the master died (README: what remains with ReplicaAcks).
+	// when the master died (docs/outages.md: what remains with ReplicaAcks).
 	MetricStaleAfterFailoverOthers = "stale_after_failover_others_pending"
 	// MetricWritesCut counts the writes made while the killed master's
 	// replica was cut off, MetricFailover the time from the kill until the
@@ -38,7 +38,7 @@ const (
 )
 
 // runOutageFailovers runs the failover rows, each on a private 3-master +
-// 3-replica Redis Cluster from PATH: failover with ReplicaAcks 1 (README's
+// 3-replica Redis Cluster from PATH: failover with ReplicaAcks 1 (docs/outages.md's
 // setting) and failover/no_acks without. With no redis-server on PATH it
 // returns a note and no rows.
 func runOutageFailovers(ctx context.Context, env *Env, p OutageParams) ([]Row, []string, error) {
@@ -173,7 +173,7 @@ func (r *foRun) read(ctx context.Context, i int, id int64) error {
 // replica promoted; the workload goes on for p.After and every process
 // reads every written row once more.
 func runOutageFailover(ctx context.Context, env *Env, p OutageParams, acks int) (Row, error) {
-	row := Row{Variant: "failover", Notes: "ReplicaAcks 1 (README's setting on a Cluster with replicas)"}
+	row := Row{Variant: "failover", Notes: "ReplicaAcks 1 (docs/outages.md's setting on a Cluster with replicas)"}
 	if acks == 0 {
 		row.Variant, row.Notes = "failover/no_acks", "ReplicaAcks 0 (the default): the master acknowledges invalidations its replica never gets"
 	}

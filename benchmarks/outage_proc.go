@@ -41,7 +41,7 @@ type outageProc struct {
 	idx     int // the process's number in its run (the stale reads' notes)
 }
 
-// openOutageProc builds a process as README shows: a Kit over a client of
+// openOutageProc builds a process as docs/namespaces.md shows: a Kit over a client of
 // its own (dialing addr), a repository with a Bloom filter, null caching,
 // the Mutex strategy and a near cache, a fail-open limiter and a
 // generator. It returns once the near cache may serve.

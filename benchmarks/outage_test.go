@@ -66,7 +66,7 @@ func TestOutage_real(t *testing.T) {
 			// With go-redis's default timeouts (5 s) a shorter stall fails
 			// no call: no process sees an outage, so no gate closes, and
 			// the stall's plain-SQL writes are read stale until the
-			// Invalidator's delayed calls land (README: what remains).
+			// Invalidator's delayed calls land (docs/outages.md: what remains).
 			if outageRecoveryClosed && strings.HasPrefix(v, "kit/") {
 				t.Errorf("%s: stale_reads_after_restore = %v", v, n)
 			} else {
@@ -98,7 +98,7 @@ func TestOutage_real(t *testing.T) {
 	if n := metric(t, res, "failover/no_acks", benchmarks.MetricStaleAfterFailover); n == 0 {
 		t.Error("failover/no_acks: stale_reads_after_failover = 0: the failover check proves nothing")
 	}
-	t.Logf("failover: %s = %v (another process's unconfirmed write; README: what remains)",
+	t.Logf("failover: %s = %v (another process's unconfirmed write; docs/outages.md: what remains)",
 		benchmarks.MetricStaleAfterFailoverOthers, metric(t, res, "failover", benchmarks.MetricStaleAfterFailoverOthers))
 	t.Logf("kit/cut/no_gate: stale_reads_after_restore = %v (the gate's effect; not asserted: it depends on timing)",
 		metric(t, res, "kit/cut/no_gate", benchmarks.MetricStaleAfterRestore))

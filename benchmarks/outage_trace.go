@@ -11,7 +11,7 @@ import (
 // Metrics of the outage scenario's checker: MetricStaleLocal counts the
 // reads (before or after the restore) older only than other processes'
 // writes returned less than MetricStaleLocalWindow before them, the near
-// cache's propagation delay (README, Near cache), counted apart from
+// cache's propagation delay (docs/near-cache.md), counted apart from
 // MetricStaleDuring and MetricStaleAfterRestore; MetricStaleLocalMax is
 // the oldest's age (see outageLocalWindow).
 const (
@@ -117,7 +117,7 @@ func (l *outageLog) describe(fault, restore int64) []string {
 // outageLocalFloor is the least propagation delay of the near cache the
 // checker allows (see outageLocalWindow): a process's near cache learns
 // of another process's write when Redis's invalidation reaches it, a few
-// ms after the write returned (README, Near cache: "Other processes see
+// ms after the write returned (docs/near-cache.md: "Other processes see
 // the write after the propagation delay"; local_invalidation measured at
 // most 10.8 ms on an idle machine).
 const outageLocalFloor = 50 * time.Millisecond

@@ -7,7 +7,7 @@ import (
 
 // checkRecovery checks what the reads checker leaves out: a write that
 // committed but whose cache upkeep failed (repo.ErrAfterCommit, Committed)
-// binds no read of another process (without repo/cdc, README: another
+// binds no read of another process (without repo/cdc, docs/outages.md: another
 // process may serve the old entry until the writer's retry lands), but it
 // binds every later read of the process that made it: that process keeps
 // the invalidation pending and reads the row from the database until it

@@ -38,7 +38,7 @@ type failoverPhase struct {
 
 // failover runs, after the main run, a phase of its own on a private
 // 3-master + 3-replica Redis Cluster from PATH: every process opens a
-// Cache over a ClusterClient with ReplicaAcks 1 (README's setting) and a
+// Cache over a ClusterClient with ReplicaAcks 1 (docs/outages.md's setting) and a
 // repository (Mutex) on rows of their own, and its workers read and update
 // them while the first master's replica is cut off (paused, its link
 // killed), the master is killed (SIGKILL) and the replica promoted

@@ -26,7 +26,7 @@ import (
 // every few milliseconds, while the others are written and read often
 // enough for stale fills but rarely enough for most of their loads to find
 // the replica caught up), the replica's apply delay when no fault changed
-// it (README's example), and how long the workload runs under the phase's
+// it (docs/replicas.md's example), and how long the workload runs under the phase's
 // faults.
 const (
 	replicaBase  = 60_000
@@ -66,7 +66,7 @@ type replicaProc struct {
 // replica runs, after the main run, a phase of its own on a private
 // PostgreSQL primary and streaming replica from PATH, replaying
 // replicaDelay behind. Every process opens a repository whose misses load
-// from the replica, the way README tells users: the even processes
+// from the replica, the way docs/replicas.md tells users: the even processes
 // register dbresolver on their *gorm.DB, the odd ones give the replica as
 // repo.Options.ReadDB. Their workers read and write rows of their own
 // while the seed's faults change the apply delay, pause the replay (and

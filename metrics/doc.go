@@ -1,7 +1,7 @@
 // Package metrics exports asidekit's counters to Prometheus. It is a
 // module of its own, the way go-redis keeps its Prometheus hook in extra/:
 // no core package imports it, so a service that does not use Prometheus
-// neither links nor downloads it (see "Metrics and tracing" in the README).
+// neither links nor downloads it (see docs/metrics.md).
 //
 // Collectors, each registered by the caller on the registry of its
 // choice (reg.MustRegister):

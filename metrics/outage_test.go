@@ -23,7 +23,7 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// /metrics, served as README configures it, answers 200 while the
+// /metrics, served as docs/metrics.md configures it, answers 200 while the
 // service's Redis is down, with the collectors that read Redis at scrape
 // time (the Bloom filter's) reporting it and the limiter's and seqgen's
 // fallbacks counted.

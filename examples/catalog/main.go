@@ -69,7 +69,7 @@ func serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer svc.Close()
-	// Readiness, as README shows: reads are served from the first request
+	// Readiness, as docs/outages.md shows: reads are served from the first request
 	// on, but while a recovery gate holds them (a repo/cdc Invalidator
 	// catching up at start, or after a Redis failure) they go to the
 	// database. Wait, bounded, until they use the cache; the catalog runs
