@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -189,6 +190,10 @@ func valueKey(v any) (key string, ok bool, err error) {
 	switch x := rv.Interface().(type) {
 	case []byte:
 		return string(x), x != nil, nil
+	case time.Time:
+		// One instant, one key, whatever its zone: a caller's local time,
+		// a load's, the log's decoded at the server's TimeZone.
+		return x.UTC().Format(time.RFC3339Nano), true, nil
 	case encoding.TextMarshaler:
 		b, err := x.MarshalText()
 		if err != nil {
