@@ -164,9 +164,9 @@ func (l *lookup[ID]) where(ctx context.Context, row reflect.Value) clause.Expres
 }
 
 // valueKey renders a column value as text for a cache id: integers in base
-// 10 and strings as they are, whatever their named type, then
-// encoding.TextMarshaler and fmt.Stringer. ok is false for NULL (a nil
-// pointer).
+// 10 and strings as they are, whatever their named type, times in UTC
+// (RFC 3339), then encoding.TextMarshaler and fmt.Stringer. ok is false
+// for NULL (a nil pointer).
 func valueKey(v any) (key string, ok bool, err error) {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer {
