@@ -244,7 +244,7 @@ func (tr *typedRepo) check(t *testing.T, e *env, what string) {
 				order += ", "
 			}
 			var want []int64
-			if err := db.Order(order + "id").Pluck("id", &want).Error; err != nil {
+			if err := db.Order(order+"id").Pluck("id", &want).Error; err != nil {
 				t.Fatal(err)
 			}
 			rows, _, err := q.List(ctx, repo.Page{Size: 100}, vals...)
