@@ -111,18 +111,19 @@
 // (GetBy), and the filter, order and soft-delete columns of cached
 // queries (repo.NewQuery).
 //
-// A NULL in the log is a known value (a soft-deleted_at that is NULL: the
-// row is live); a column the log leaves out is unknown: the columns
-// outside the key in an old row without REPLICA IDENTITY FULL, and an
-// unchanged TOASTed value (taken from the old row when FULL carries it).
+// A NULL in the log is a known value (a NULL soft-delete column: the row
+// is live); a column the log leaves out is unknown: the columns outside
+// the key in an old row without REPLICA IDENTITY FULL, and an unchanged
+// TOASTed value (taken from the old row when FULL carries it).
 // An UPDATE that changes no filter, order or soft-delete column, with
 // FULL, leaves the query's lists alone; with the default identity the old
 // values are unknown and every list of the query is invalidated (counted
 // in the query's Fallbacks).
 //
 // A change that still cannot be decoded (a value the field's type does
-// not take, a tuple that does not match its relation, a missing key, a
-// message that does not parse) is never skipped: it gets the safe
+// not take, such as a text column behind an integer field, which a load
+// through GORM would parse; a tuple that does not match its relation; a
+// missing key; a message that does not parse) is never skipped: it gets the safe
 // superset of its cache work, is counted in Stats.Undecoded, recorded in
 // Stats.LastError (ErrUndecoded) and logged once per table and column. A
 // lost list column invalidates every list of the query; a lost new value
