@@ -123,12 +123,13 @@
 // A change that still cannot be decoded (a value the field's type does
 // not take, such as a text column behind an integer field, which a load
 // through GORM would parse; a tuple that does not match its relation; a
-// missing key; a message that does not parse) is never skipped: it gets the safe
-// superset of its cache work, is counted in Stats.Undecoded, recorded in
-// Stats.LastError (ErrUndecoded) and logged once per table and column. A
-// lost list column invalidates every list of the query; a lost new value
-// of a unique key drops every mapping of the key and distrusts its Bloom
-// filter; a lost primary key invalidates every cached row of the table
-// (and distrusts its filter); a message that does not parse invalidates
-// every registered table, as a TRUNCATE.
+// missing key; a message that does not parse) is never skipped: it gets
+// the safe superset of its cache work, is counted in Stats.Undecoded,
+// recorded in Stats.LastError (ErrUndecoded) and logged once per table
+// and column. A lost list column invalidates every list of the query; a
+// lost new value of a unique key drops every mapping of the key and
+// distrusts its Bloom filter; a lost primary key invalidates every cached
+// row of the table (a SCAN, as for TRUNCATE) and distrusts its filter; a
+// message that does not parse invalidates every registered table, as a
+// TRUNCATE. Give such a column a field of its type.
 package cdc
