@@ -37,41 +37,51 @@ func (f *feed[T, ID]) RebuildFilter(ctx context.Context) error {
 }
 
 // Queue adds the cache work of a committed change to w, as planChange
-// decides it for every writer. A change whose primary key is missing or
-// cannot be set on the model is an error matching ErrInvalidID, and
-// nothing is queued.
-func (f *feed[T, ID]) Queue(w *rowchange.Work, ch rowchange.Change) error {
+// decides it for every writer. Values are decoded by their PostgreSQL
+// type into the model's fields (keysOfLog). A value that cannot be
+// decoded, and a primary key the change lacks where the log always
+// carries it, do not stop the change: their keys are lost, planChange
+// queues the safe superset of the work, and their columns are returned
+// in undecoded. An unknown Kind, or a change without the row its Kind
+// needs, is an error matching ErrInvalidID, and nothing is queued.
+func (f *feed[T, ID]) Queue(w *rowchange.Work, ch rowchange.Change) (undecoded []rowchange.Undecoded, err error) {
 	c := f.c
 	ctx := context.Background()
 	rc := rowChange{earlierApplied: true} // the log comes in commit order
-	var err error
+	// side returns the keys of row, whose primary key the log carries.
+	side := func(row rowchange.Row) *rowKeys {
+		k, lost := c.keysOfLog(ctx, row)
+		undecoded = append(undecoded, lost...)
+		if k.id == "" && !k.idLost {
+			k.idLost = true
+			undecoded = append(undecoded, rowchange.Undecoded{Column: c.pk.DBName,
+				Err: fmt.Errorf("%s: the change lacks the primary key", c.name)})
+		}
+		return k
+	}
 	switch ch.Kind {
 	case rowchange.Insert, rowchange.Update:
-		if rc.after, err = c.keysOf(ctx, ch.New); err != nil {
-			return err
+		if ch.New == nil {
+			return nil, fmt.Errorf("%w: %s: change without its new row", ErrInvalidID, c.name)
 		}
-		if rc.after.id == "" {
-			return fmt.Errorf("%w: %s: change without the primary key %s", ErrInvalidID, c.name, c.pk.DBName)
-		}
+		rc.after = side(ch.New)
 	case rowchange.Delete:
+		if ch.Old == nil {
+			return nil, fmt.Errorf("%w: %s: delete without its old row", ErrInvalidID, c.name)
+		}
 	default:
-		return fmt.Errorf("%w: %s: unknown change kind %d", ErrInvalidID, c.name, ch.Kind)
+		return nil, fmt.Errorf("%w: %s: unknown change kind %d", ErrInvalidID, c.name, ch.Kind)
 	}
 	switch {
 	case ch.Kind == rowchange.Insert:
 		// No row before.
 	case ch.Old != nil:
-		if rc.before, err = c.keysOf(ctx, ch.Old); err != nil {
-			return err
-		}
-	case ch.Kind == rowchange.Update:
-		// No old row in the log: the key did not change, the old unique
-		// values are unknown.
-		rc.before = &rowKeys{id: rc.after.id}
-	}
-	if ch.Kind == rowchange.Delete && (rc.before == nil || rc.before.id == "") {
-		return fmt.Errorf("%w: %s: delete without the primary key %s", ErrInvalidID, c.name, c.pk.DBName)
+		rc.before = side(ch.Old)
+	default:
+		// An update without an old row in the log: the key did not
+		// change, the old unique and list values are unknown.
+		rc.before = &rowKeys{id: rc.after.id, idLost: rc.after.idLost}
 	}
 	c.queue(w, rc)
-	return nil
+	return undecoded, nil
 }

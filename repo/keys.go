@@ -6,6 +6,9 @@ import (
 	"reflect"
 
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // keysOfRow returns row's cache ids: its primary key's and one per lookup.
@@ -38,59 +41,148 @@ func (c *core[T, ID]) uniqueKeysOf(ctx context.Context, row *T) ([]oldKey, error
 	return keys, nil
 }
 
-// keysOf returns the cache ids of the row with column values vals (by
-// database column name; an absent or nil value is unknown).
+// valueState is what a change tells of one column's value.
+type valueState uint8
+
+const (
+	valueUnknown valueState = iota // not in the change
+	valueKnown                     // set on the model; NULL is the field's zero value
+	valueLost                      // in the change, but it could not be decoded
+)
+
+// keysOf returns the cache ids of the row with column values vals (Go
+// values, by database column name; an absent or nil value is unknown). A
+// value the model's field does not take is an error matching
+// ErrInvalidID.
 func (c *core[T, ID]) keysOf(ctx context.Context, vals map[string]any) (*rowKeys, error) {
+	return c.keysBy(ctx, true, func(f *schema.Field, rv reflect.Value) (valueState, error) {
+		v, ok := vals[f.DBName]
+		if !ok || v == nil {
+			return valueUnknown, nil
+		}
+		if err := f.Set(ctx, rv, v); err != nil {
+			return valueLost, fmt.Errorf("%w: %s: column %s: %w", ErrInvalidID, c.name, f.DBName, err)
+		}
+		return valueKnown, nil
+	})
+}
+
+// keysOfLog returns the cache ids of the row the log carries as row (see
+// rowchange.Row), each value decoded by its PostgreSQL type into its
+// field's Go type (logTypes), never parsed as text. A column row lacks is
+// unknown; a NULL is known. A value that cannot be decoded is lost: the
+// keys it is part of say so (rowKeys.idLost, oldKey.lost, a listKey not
+// ok), and its column is in undecoded.
+func (c *core[T, ID]) keysOfLog(ctx context.Context, row rowchange.Row) (k *rowKeys, undecoded []rowchange.Undecoded) {
+	k, _ = c.keysBy(ctx, false, func(f *schema.Field, rv reflect.Value) (valueState, error) { // never fails
+		col, ok := row.Lookup(f.DBName)
+		switch {
+		case !ok:
+			return valueUnknown, nil
+		case col.Null:
+			return valueKnown, nil // the model is new: the field is zero
+		}
+		fv := f.ReflectValueOf(ctx, rv)
+		if err := logTypes.scan(col.Type, col.Text, fv.Addr().Interface()); err != nil {
+			fv.SetZero()
+			undecoded = append(undecoded, rowchange.Undecoded{Column: f.DBName,
+				Err: fmt.Errorf("%s: a value of type oid %d (%q) into %s: %w", c.name, col.Type, clip(col.Text), f.FieldType, err)})
+			return valueLost, nil
+		}
+		return valueKnown, nil
+	})
+	return k, undecoded
+}
+
+// clip shortens a value for a log line.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "…"
+	}
+	return string(b)
+}
+
+// keysBy returns the cache ids of a new model whose columns set sets:
+// set puts a column's value on the model rv and says what it knew of it;
+// an error from set ends keysBy with it. Each column is set once. strict
+// makes a primary key or unique value that cannot be keyed an error;
+// otherwise the key is lost and the value has no mapping, respectively.
+func (c *core[T, ID]) keysBy(ctx context.Context, strict bool, set func(f *schema.Field, rv reflect.Value) (valueState, error)) (*rowKeys, error) {
 	rv := reflect.New(c.sch.ModelType).Elem()
 	k := &rowKeys{uks: make([]oldKey, len(c.lookups))}
-	set := func(name string) (known bool, err error) {
-		v, ok := vals[name]
-		if !ok || v == nil {
-			return false, nil
-		}
-		f := c.sch.LookUpField(name)
-		if err := f.Set(ctx, rv, v); err != nil {
-			return false, fmt.Errorf("%w: %s: column %s: %w", ErrInvalidID, c.name, name, err)
-		}
-		return true, nil
+	type seen struct {
+		f *schema.Field
+		s valueState
 	}
-	known, err := set(c.pk.DBName)
+	var done [16]seen
+	memo := done[:0]
+	state := func(f *schema.Field) (valueState, error) {
+		for _, m := range memo {
+			if m.f == f {
+				return m.s, nil
+			}
+		}
+		s, err := set(f, rv)
+		memo = append(memo, seen{f, s})
+		return s, err
+	}
+	// states returns the worst state among fields: unknown < known < lost
+	// is not an order, so lost wins, then unknown.
+	states := func(fields []*schema.Field) (valueState, error) {
+		all := valueKnown
+		for _, f := range fields {
+			s, err := state(f)
+			if err != nil {
+				return s, err
+			}
+			if s == valueLost || (s == valueUnknown && all == valueKnown) {
+				all = s
+			}
+		}
+		return all, nil
+	}
+	s, err := state(c.pk)
 	if err != nil {
 		return nil, err
 	}
-	if known {
+	switch s {
+	case valueKnown:
 		id, _ := c.idOf(ctx, rv.Addr().Interface().(*T))
 		if k.id, err = c.cacheID(id); err != nil {
-			return nil, err
+			if strict {
+				return nil, err
+			}
+			k.idLost = true // no key to invalidate: take the safe path
 		}
+	case valueLost:
+		k.idLost = true
 	}
 	for i, l := range c.lookups {
-		all := true
-		for _, f := range l.fields {
-			ok, err := set(f.DBName)
-			if err != nil {
-				return nil, err
-			}
-			all = all && ok
+		s, err := states(l.fields)
+		if err != nil {
+			return nil, err
 		}
-		if all {
+		switch s {
+		case valueKnown:
 			if k.uks[i].key, k.uks[i].ok, err = l.key(ctx, rv); err != nil {
-				return nil, err
+				if strict {
+					return nil, err
+				}
+				// GetBy refuses a value it cannot key: it has no mapping.
+				k.uks[i] = oldKey{}
 			}
+		case valueLost:
+			k.uks[i].lost = true
 		}
 	}
 	qs := c.lists.all()
 	k.lists = make([]listKey, len(qs))
 	for i, q := range qs {
-		all := true
-		for _, f := range q.cols {
-			ok, err := set(f.DBName)
-			if err != nil {
-				return nil, err
-			}
-			all = all && ok
+		s, err := states(q.cols)
+		if err != nil {
+			return nil, err
 		}
-		if all {
+		if s == valueKnown {
 			k.lists[i] = q.keyOf(ctx, rv)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -163,9 +164,9 @@ func (l *lookup[ID]) where(ctx context.Context, row reflect.Value) clause.Expres
 }
 
 // valueKey renders a column value as text for a cache id: integers in base
-// 10 and strings as they are, whatever their named type, then
-// encoding.TextMarshaler and fmt.Stringer. ok is false for NULL (a nil
-// pointer).
+// 10 and strings as they are, whatever their named type, times in UTC
+// (RFC 3339), then encoding.TextMarshaler and fmt.Stringer. ok is false
+// for NULL (a nil pointer).
 func valueKey(v any) (key string, ok bool, err error) {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer {
@@ -189,6 +190,10 @@ func valueKey(v any) (key string, ok bool, err error) {
 	switch x := rv.Interface().(type) {
 	case []byte:
 		return string(x), x != nil, nil
+	case time.Time:
+		// One instant, one key, whatever its zone: a caller's local time,
+		// a load's, the log's decoded at the server's TimeZone.
+		return x.UTC().Format(time.RFC3339Nano), true, nil
 	case encoding.TextMarshaler:
 		b, err := x.MarshalText()
 		if err != nil {

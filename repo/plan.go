@@ -15,6 +15,11 @@ type rowKeys struct {
 	id    string
 	uks   []oldKey
 	lists []listKey // one per declared query (NewQuery), in order
+	// idLost says that the row's primary key cannot be known from the
+	// change although it should be (repo/cdc: a value that could not be
+	// decoded, a row without its key): id is "", and the change takes
+	// the safe path (see planChange).
+	idLost bool
 }
 
 // listKey is a row's place in one declared query: where encodes its
@@ -36,6 +41,9 @@ type listKey struct {
 type oldKey struct {
 	key string
 	ok  bool
+	// lost says that the change carried the value but it could not be
+	// decoded (repo/cdc): ok is false, and the value may have any mapping.
+	lost bool
 }
 
 // rowChange is a committed change to one row.
@@ -80,6 +88,12 @@ type plan struct {
 	adds      [][]string // per lookup: values to add to its filter
 	lists     [][]string // per query: filter values whose generation to bump
 	allLists  []bool     // per query: bump the generation of all its lists
+	// allIDs invalidates every cached row of the entity, and distrust
+	// distrusts the primary-key filter: a change whose key was lost.
+	allIDs, distrust bool
+	// allMaps, per lookup, drops every mapping and distrusts the lookup's
+	// filter: a change whose new value of the key was lost.
+	allMaps []bool
 }
 
 // planChange returns the cache work of ch in a repository of shape s:
@@ -96,6 +110,16 @@ type plan struct {
 //     filter and order values (a change elsewhere leaves the lists of ids
 //     alone); when either side's values are unknown, the generation of all
 //     the query's lists is bumped instead (the fallback).
+//
+// A value the change carried but that could not be decoded (rowKeys.idLost,
+// oldKey.lost: repo/cdc) gets the safe superset of that work. A lost
+// primary key invalidates every cached row of the entity (and, on the row
+// after the change, distrusts the primary-key filter, which lacks the
+// id); the lists it places the row in are unknown, so they are bumped
+// whole. A lost new value of a unique key drops every mapping of the key
+// and distrusts its filter (its "not found" answers and the filter may
+// lack the value); a lost old value is as unknown: GetBy checks the row a
+// mapping names.
 //
 // "Needs nothing" holds when every earlier change's upkeep is applied
 // (ch.earlierApplied: repo/cdc). When it is not known to be (a
@@ -159,6 +183,18 @@ func planChange(ch rowChange, s shape) plan {
 			if filtered {
 				p.adds[i] = append(p.adds[i], n.key)
 			}
+		}
+	}
+	if (before != nil && before.idLost) || (after != nil && after.idLost) {
+		p.allIDs = true
+		p.distrust = s.filter && after != nil && after.idLost
+	}
+	for i := range s.filters {
+		if after != nil && i < len(after.uks) && after.uks[i].lost {
+			if p.allMaps == nil {
+				p.allMaps = make([]bool, len(s.filters))
+			}
+			p.allMaps[i] = true
 		}
 	}
 	planLists(&p, ch, s.lists)

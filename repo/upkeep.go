@@ -44,6 +44,12 @@ func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
 	}
 	if c.filter != nil {
 		w.Add(c.filter, c.name, p.filterIDs...)
+		if p.distrust {
+			w.Distrust(c.filter, c.name)
+		}
+	}
+	if p.allIDs {
+		w.Invalidate(everyKey{c.ent}, "*")
 	}
 	if ch.fill != nil && ch.after != nil && len(p.ids) == 1 && p.ids[0] == ch.after.id {
 		w.Invalidate(ch.fill, p.ids[0])
@@ -51,6 +57,12 @@ func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
 		w.Invalidate(c.ent, p.ids...)
 	}
 	for i, l := range c.lookups {
+		if i < len(p.allMaps) && p.allMaps[i] {
+			w.Invalidate(everyKey{l.ent}, "*")
+			if l.filter != nil {
+				w.Distrust(l.filter, l.name)
+			}
+		}
 		if l.filter != nil {
 			w.Add(l.filter, l.name, p.adds[i]...)
 		}
@@ -90,4 +102,19 @@ func runAfterCommit(ctx context.Context, w *rowchange.Work, report bool) error {
 		return err
 	}
 	return nil
+}
+
+// everyKey is an entity as a rowchange.Invalidator that invalidates every
+// key of the entity (InvalidateAll: a SCAN of its keys) whatever the ids
+// it is given: the safe path of a change whose key was lost (planChange).
+type everyKey struct {
+	e interface {
+		InvalidateAll(ctx context.Context) error
+		Name() string
+	}
+}
+
+func (k everyKey) Name() string { return k.e.Name() + " (every key)" }
+func (k everyKey) Invalidate(ctx context.Context, _ ...string) error {
+	return k.e.InvalidateAll(ctx)
 }

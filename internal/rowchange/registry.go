@@ -14,9 +14,13 @@ type Table interface {
 	// Table returns the table's name, optionally schema-qualified.
 	Table() string
 	// Queue adds the cache work of a committed change of a row of the
-	// table to w. A change it cannot use (no primary key, a value that
-	// does not fit the model) is an error, and nothing is queued.
-	Queue(w *Work, c Change) error
+	// table to w. A value it cannot decode into its field's type (and a
+	// primary key the change lacks) does not stop it: it queues the safe
+	// superset of the change's work and returns the columns it could not
+	// use, for the caller to count and report. Only a change it cannot
+	// use at all (an unknown Kind, a missing row) is an error, and nothing
+	// is queued then.
+	Queue(w *Work, c Change) (undecoded []Undecoded, err error)
 	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
 	// slot).
 	InvalidateAll(ctx context.Context) error

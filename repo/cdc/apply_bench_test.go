@@ -2,6 +2,7 @@ package cdc_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,7 +19,8 @@ import (
 // applied row (µs; the reader, the applier and go-redis: nothing else runs
 // while it waits), and Redis's CPU per applied row (µs, from INFO cpu:
 // any other client of that Redis adds to it; run it on a Redis of its own,
-// ASIDEKIT_REDIS_ADDR, for a clean figure).
+// ASIDEKIT_REDIS_ADDR, for a clean figure), and the process's heap
+// allocations per applied row (the reader's and applier's; go-redis's).
 //
 // It runs with the table's default REPLICA IDENTITY (the log holds no old
 // row: the UPDATE drops each row's email mapping and adds the email to its
@@ -43,10 +45,14 @@ func benchApplyUpdate(b *testing.B, identity string) {
 	e.sync(b, inv)
 	ctx := context.Background()
 	var wall, cpu, rcpu time.Duration
+	var allocs uint64
+	var ms runtime.MemStats
 	b.ResetTimer()
 	for i := range b.N {
 		e.exec(b, "UPDATE users SET name = ? WHERE id <= ?", "n"+string(rune('a'+i%26)), applyRows)
 		lsn := e.currentLSN(b)
+		runtime.ReadMemStats(&ms)
+		a0 := ms.Mallocs
 		start, c0, r0 := time.Now(), processCPU(), redisCPU(b, e)
 		if err := inv.Wait(ctx, lsn); err != nil {
 			b.Fatal(err)
@@ -54,12 +60,15 @@ func benchApplyUpdate(b *testing.B, identity string) {
 		wall += time.Since(start)
 		cpu += processCPU() - c0
 		rcpu += redisCPU(b, e) - r0
+		runtime.ReadMemStats(&ms)
+		allocs += ms.Mallocs - a0
 	}
 	b.StopTimer()
 	rows := float64(b.N * applyRows)
 	b.ReportMetric(rows/wall.Seconds(), "rows/s")
 	b.ReportMetric(float64(cpu.Microseconds())/rows, "cpu-µs/row")
 	b.ReportMetric(float64(rcpu.Microseconds())/rows, "redis-cpu-µs/row")
+	b.ReportMetric(float64(allocs)/rows, "allocs/row")
 }
 
 // redisCPU returns the CPU time the test's Redis server has used (user and

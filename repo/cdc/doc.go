@@ -92,8 +92,44 @@
 //
 // Bad input never stops the stream: a registered table without a primary
 // key or replica identity is left out of the publication (Stats.BadTables),
-// and a change of an unregistered relation or with a key that does not
-// map to the repository's id type is counted in Stats.Skipped and passed.
-// Schema changes (ALTER TABLE) are followed: pgoutput describes a
+// and a change of an unregistered relation is counted in Stats.Skipped and
+// passed. Schema changes (ALTER TABLE) are followed: pgoutput describes a
 // relation again before its first change after the change.
+//
+// # Column types
+//
+// pgoutput sends each value as text, and each relation's column types
+// (OIDs). A value is decoded by its PostgreSQL type into its field's Go
+// type with pgx's type map, as a load of the row through the driver
+// would decode it, never by parsing the text as some Go type: integers,
+// numeric (into floats, strings or a sql.Scanner), booleans, text and
+// varchar, uuid, bytea, json and jsonb, date, time, timestamp and
+// timestamptz (in any session TimeZone), interval, arrays, enums and
+// other types the map does not know (as text), into plain fields,
+// pointers, gorm.DeletedAt, sql.Null* and any sql.Scanner. That holds
+// for every column a change is used by: the primary key, unique keys
+// (GetBy), and the filter, order and soft-delete columns of cached
+// queries (repo.NewQuery).
+//
+// A NULL in the log is a known value (a NULL soft-delete column: the row
+// is live); a column the log leaves out is unknown: the columns outside
+// the key in an old row without REPLICA IDENTITY FULL, and an unchanged
+// TOASTed value (taken from the old row when FULL carries it).
+// An UPDATE that changes no filter, order or soft-delete column, with
+// FULL, leaves the query's lists alone; with the default identity the old
+// values are unknown and every list of the query is invalidated (counted
+// in the query's Fallbacks).
+//
+// A change that still cannot be decoded (a value the field's type does
+// not take, such as a text column behind an integer field, which a load
+// through GORM would parse; a tuple that does not match its relation; a
+// missing key; a message that does not parse) is never skipped: it gets
+// the safe superset of its cache work, is counted in Stats.Undecoded,
+// recorded in Stats.LastError (ErrUndecoded) and logged once per table
+// and column. A lost list column invalidates every list of the query; a
+// lost new value of a unique key drops every mapping of the key and
+// distrusts its Bloom filter; a lost primary key invalidates every cached
+// row of the table (a SCAN, as for TRUNCATE) and distrusts its filter; a
+// message that does not parse invalidates every registered table, as a
+// TRUNCATE. Give such a column a field of its type.
 package cdc

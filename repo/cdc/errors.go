@@ -24,7 +24,14 @@ var (
 	ErrBadTable = errors.New("cdc: table cannot be published")
 
 	// ErrSkipped is recorded in Stats.LastError for a change that was
-	// skipped: a relation nobody registered, or a row whose key is missing
-	// or cannot be mapped to an id.
+	// skipped: a change of a relation nobody registered.
 	ErrSkipped = errors.New("cdc: change skipped")
+
+	// ErrUndecoded is recorded in Stats.LastError (and counted in
+	// Stats.Undecoded) for a change with a value that could not be
+	// decoded into its field's type, a tuple that does not match its
+	// relation, or a message that does not parse. Such a change is not
+	// skipped: it gets the safe superset of its cache work (see the
+	// package doc, "Column types").
+	ErrUndecoded = errors.New("cdc: change not fully decoded")
 )

@@ -48,6 +48,9 @@ type Invalidator struct {
 	// reportSoon asks the reader to report the applied position at once:
 	// the applier set it on a Wait call's message (see wait.go).
 	reportSoon atomic.Bool
+	// warned holds the tables and columns whose decoding failure was
+	// logged (warnOnce).
+	warned sync.Map
 	// noWaitMessage, for tests only, makes Wait write no message to the
 	// log: another process's Wait then returns only at the holder's next
 	// regular report.

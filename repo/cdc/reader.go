@@ -25,6 +25,7 @@ const (
 type item struct {
 	msg       pglogrepl.Message
 	keepalive LSN
+	undecoded error // a message that does not parse (see applier.unparsed)
 }
 
 // reader owns the replication connection: it decodes messages for the
@@ -116,9 +117,9 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 		msg, err := pglogrepl.Parse(x.WALData)
 		if err != nil {
 			// Not a message of the protocol version asked for: reading it
-			// again would fail again, so it is counted and passed.
-			r.inv.ctr.fail(fmt.Errorf("%w: decode at %s: %w", ErrSkipped, x.WALStart, err), true)
-			return nil
+			// again would fail again. It may be a change of any table: the
+			// applier invalidates them all.
+			return r.send(ctx, item{undecoded: fmt.Errorf("%w: decode at %s: %w", ErrUndecoded, x.WALStart, err)})
 		}
 		if m, ok := msg.(*pglogrepl.LogicalDecodingMessage); ok {
 			// Its content points into the connection's read buffer, which

@@ -23,8 +23,15 @@ type Stats struct {
 	Transactions, Changes uint64
 
 	// Skipped counts row changes left out: of a relation nobody
-	// registered, or whose key is missing or cannot be mapped to an id.
+	// registered.
 	Skipped uint64
+
+	// Undecoded counts row changes applied with the safe superset of
+	// their cache work because a value could not be decoded into its
+	// field's type (or the key was missing, or the message did not
+	// parse): see "Column types" in the package doc. Each table and
+	// column is also logged once, as a warning.
+	Undecoded uint64
 
 	// Errors counts failures that were retried: Redis refusing a batch,
 	// a lost database connection, a message that could not be decoded.
@@ -58,7 +65,8 @@ type Stats struct {
 	// zero when every transaction received is applied.
 	Lag time.Duration
 
-	// LastError is the most recent error counted in Errors or Skipped,
+	// LastError is the most recent error counted in Errors, Skipped or
+	// Undecoded,
 	// for errors.Is. JSON leaves it out, since an error value marshals as
 	// {}: LastErrorText carries its message.
 	LastError error `json:"-"`
@@ -73,6 +81,7 @@ type Stats struct {
 type counters struct {
 	active                        activeFlag
 	txns, changes, skipped, errs  atomic.Uint64
+	undecoded                     atomic.Uint64
 	slotsRecreated, standbyChecks atomic.Uint64
 	badTables                     atomic.Int64
 	applied, serverEnd            atomic.Uint64
@@ -88,6 +97,11 @@ func (c *counters) fail(err error, skipped bool) {
 	} else {
 		c.errs.Add(1)
 	}
+	c.record(err)
+}
+
+// record makes err the last error.
+func (c *counters) record(err error) {
 	c.mu.Lock()
 	c.lastErr = err
 	c.mu.Unlock()
@@ -99,6 +113,7 @@ func (c *counters) snapshot() Stats {
 		Transactions:   c.txns.Load(),
 		Changes:        c.changes.Load(),
 		Skipped:        c.skipped.Load(),
+		Undecoded:      c.undecoded.Load(),
 		Errors:         c.errs.Load(),
 		SlotsRecreated: c.slotsRecreated.Load(),
 		BadTables:      int(c.badTables.Load()),

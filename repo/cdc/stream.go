@@ -113,6 +113,8 @@ func (a *applier) run(ctx context.Context, items <-chan item) error {
 				// position has been received, and applied.
 				a.inv.setApplied(it.keepalive)
 			}
+		case it.undecoded != nil:
+			err = a.unparsed(ctx, it.undecoded)
 		default:
 			err = a.message(ctx, it.msg)
 		}
@@ -201,14 +203,15 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		a.inv.ctr.fail(fmt.Errorf("%w: %s is not registered", ErrSkipped, name), true)
 		return nil
 	}
-	ch, err := r.change(msg)
-	if err == nil {
-		err = r.target.Queue(&a.set, ch)
-		a.set.SetLSN(a.lsn)
-	}
+	ch, derr := r.change(msg) // with derr, the columns it could not read are unknown
+	lost, err := r.target.Queue(&a.set, ch)
+	a.set.SetLSN(a.lsn)
 	if err != nil {
 		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
 		return nil
+	}
+	if derr != nil || len(lost) > 0 {
+		a.inv.undecoded(r.name, derr, lost)
 	}
 	a.changes++
 	if a.set.Len() >= a.inv.o.BatchSize {
