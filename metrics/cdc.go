@@ -17,6 +17,7 @@ type CDCStatser interface {
 //	asidekit_cdc_transactions_total{invalidator}     counter
 //	asidekit_cdc_changes_total{invalidator}          counter
 //	asidekit_cdc_skipped_total{invalidator}          counter
+//	asidekit_cdc_undecoded_total{invalidator}        counter, changes applied by the safe path (a column's value could not be decoded)
 //	asidekit_cdc_errors_total{invalidator}           counter
 //	asidekit_cdc_slots_recreated_total{invalidator}  counter
 //	asidekit_cdc_standby_checks_total{invalidator}   counter, checks of a stand-by that found the slot held
@@ -41,8 +42,10 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 		func(s cdc.Stats) float64 { return float64(s.Transactions) })
 	c.counter(desc("changes_total", "Row changes applied to the cache; a TRUNCATE counts one per table."),
 		func(s cdc.Stats) float64 { return float64(s.Changes) })
-	c.counter(desc("skipped_total", "Row changes skipped: unregistered relation, missing or unmappable key."),
+	c.counter(desc("skipped_total", "Row changes of relations not registered with the Invalidator."),
 		func(s cdc.Stats) float64 { return float64(s.Skipped) })
+	c.counter(desc("undecoded_total", "Row changes with a column value that could not be decoded, applied by the safe superset (never skipped)."),
+		func(s cdc.Stats) float64 { return float64(s.Undecoded) })
 	c.counter(desc("errors_total", "Failures retried: Redis refusing a batch, a lost database connection."),
 		func(s cdc.Stats) float64 { return float64(s.Errors) })
 	c.counter(desc("slots_recreated_total", "Lost replication slots (wal_status lost) dropped and recreated; each invalidates every cached row."),

@@ -17,13 +17,14 @@ type fixedCDCStats cdc.Stats
 func (f fixedCDCStats) Stats() cdc.Stats { return cdc.Stats(f) }
 
 func TestCDCCollector_matchesStats(t *testing.T) {
-	s := cdc.Stats{Active: true, Transactions: 7, Changes: 11, Skipped: 2, Errors: 3, SlotsRecreated: 4, BadTables: 1, StandbyChecks: 5,
+	s := cdc.Stats{Active: true, Transactions: 7, Changes: 11, Skipped: 2, Undecoded: 6, Errors: 3, SlotsRecreated: 4, BadTables: 1, StandbyChecks: 5,
 		LagBytes: 4096, Lag: 1500 * time.Millisecond}
 	reg := registry(t, metrics.NewCDCCollector("main", fixedCDCStats(s)))
 	for name, want := range map[string]float64{
 		"asidekit_cdc_transactions_total":    7,
 		"asidekit_cdc_changes_total":         11,
 		"asidekit_cdc_skipped_total":         2,
+		"asidekit_cdc_undecoded_total":       6,
 		"asidekit_cdc_errors_total":          3,
 		"asidekit_cdc_slots_recreated_total": 4,
 		"asidekit_cdc_standby_checks_total":  5,
