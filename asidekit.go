@@ -61,6 +61,17 @@ type Config struct {
 	// guard plays their part, and they call Redis again the moment it
 	// finds the node back.
 	Guard *GuardOptions
+	// Processes is the number of processes of the service that share its
+	// rate limits. While Redis is down a limiter made with LimitOptions
+	// limits in the process (limit.Options.LocalFallback), each process
+	// at 1/Processes of the limit and of the rate. Default 1: each
+	// process allows the whole limit on its own, so during an outage it
+	// refuses no call the shared limit would have allowed it, and the
+	// fleet allows up to Processes times the limit. Set it to the number
+	// of replicas for a fleet that holds about the limit while the load
+	// is spread evenly (a process that takes more than its share is then
+	// refused sooner than the shared limit would). Negative is invalid.
+	Processes int
 }
 
 // Kit builds a service's components with its Config. Close closes the
@@ -87,6 +98,9 @@ func New(cfg Config) (*Kit, error) {
 	}
 	if err := sameNamespace("cacheaside.Options", &co.Namespace, cfg.Namespace); err != nil {
 		return nil, err
+	}
+	if cfg.Processes < 0 {
+		return nil, fmt.Errorf("%w: Processes %d: negative", ErrInvalid, cfg.Processes)
 	}
 	if g := cfg.Guard; g != nil && (g.Threshold < 0 || g.Cooldown < 0) {
 		return nil, fmt.Errorf("%w: GuardOptions Threshold %d, Cooldown %v: negative", ErrInvalid, g.Threshold, g.Cooldown)
@@ -163,6 +177,16 @@ func (k *Kit) Filter(name string, opts *bloom.Options) (*bloom.Filter, error) {
 // LimitOptions returns a copy of opts (nil: limit's defaults) in the Kit's
 // namespace, for the guard/limit constructors. It panics when opts names
 // another namespace, as FilterOptions does.
+//
+// A Redis outage never refuses every call of a limiter made with it:
+// unless opts sets FailOpen or LocalFallback, the copy has LocalFallback
+// set to Config.Processes (default 1), so that while Redis fails each
+// process limits on its own at its share of the limit (see
+// Config.Processes), and FailOpen set, so that a Semaphore, which has no
+// local fallback, lets calls through. A limiter still refuses the keys
+// over their local share, with a nil error. Set LocalFallback to -1 (and
+// leave FailOpen false) for a limiter that refuses every call while Redis
+// fails.
 func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 	var o limit.Options
 	if opts != nil {
@@ -170,6 +194,9 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 	}
 	if err := sameNamespace("limit.Options", &o.Namespace, k.cfg.Namespace); err != nil {
 		panic(err)
+	}
+	if o.LocalFallback == 0 && !o.FailOpen {
+		o.LocalFallback, o.FailOpen = max(k.cfg.Processes, 1), true
 	}
 	if k.guards != nil && o.BreakerThreshold == 0 {
 		// The node guard is the limiter's breaker: a breaker of its own
