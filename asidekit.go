@@ -22,6 +22,7 @@ package asidekit
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -39,6 +40,12 @@ import (
 // cacheaside's in this one, Filter and Generator return bloom's and
 // seqgen's as they are.
 var ErrInvalid = errors.New("asidekit: invalid argument")
+
+// ErrClosed is returned (wrapped) by the writes of a repository on a
+// closed Kit's Cache, before anything is written: a write whose
+// invalidation failed could no longer be retried. Reads go on. It is
+// cacheaside.ErrClosed (and repo.ErrClosed).
+var ErrClosed = cacheaside.ErrClosed
 
 // Config is what the components of one service share.
 type Config struct {
@@ -75,12 +82,15 @@ type Config struct {
 }
 
 // Kit builds a service's components with its Config. Close closes the
-// Cache it made.
+// Cache and the generators it made.
 type Kit struct {
 	cfg     Config
 	cache   *cacheaside.Cache
 	guards  *nodeguard.Set // nil: none installed
 	release func()         // of the guards' registration
+
+	mu   sync.Mutex
+	gens []*seqgen.Generator // made by Generator; guarded by mu
 }
 
 // New checks cfg, installs the node guard on cfg.Redis (see
@@ -140,10 +150,22 @@ func (k *Kit) Namespace() string { return k.cfg.Namespace }
 // Cache returns the service's Cache (for cacheaside.NewEntity and repo.New).
 func (k *Kit) Cache() *cacheaside.Cache { return k.cache }
 
-// Close closes the Cache and releases the Kit's share of the node guard
-// (its hooks stay on the client).
+// Close closes the Cache and the generators made by Generator, and
+// releases the Kit's share of the node guard (its hooks stay on the
+// client). After Close the writes of the repositories on the Cache
+// return ErrClosed and the generators seqgen.ErrClosed, before anything
+// is written; reads (Get, GetMany, GetBy, lists) go on, from Redis and
+// the database, without background work (no refreshes, no invalidation
+// retries). A second Close does nothing and returns nil.
 func (k *Kit) Close() error {
 	k.release()
+	k.mu.Lock()
+	gens := k.gens
+	k.gens = nil
+	k.mu.Unlock()
+	for _, g := range gens {
+		_ = g.Close() // never fails
+	}
 	return k.cache.Close()
 }
 
@@ -208,7 +230,7 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 }
 
 // Generator returns a sequence generator in the Kit's namespace, reserving
-// its segments in Config.DB.
+// its segments in Config.DB. Close closes it.
 func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 	if k.cfg.DB == nil {
 		return nil, fmt.Errorf("%w: Generator needs Config.DB", ErrInvalid)
@@ -224,5 +246,12 @@ func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 		// The node guard is the generator's breaker, as for LimitOptions.
 		o.BreakerFailures = -1
 	}
-	return seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
+	g, err := seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.gens = append(k.gens, g)
+	k.mu.Unlock()
+	return g, nil
 }
