@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// errBound is the cause of a context ended by a call bound: the guard's
-// own Timeout, or a package's deadline for its Redis call (WithBound).
+// errBound is the cause of a context ended by a package's bound on its
+// Redis call (WithBound).
 var errBound = errors.New("asidekit: redis call bound reached")
 
 // WithBound returns ctx bounded by d, the deadline a package puts on one
@@ -20,8 +20,8 @@ func WithBound(ctx context.Context, d time.Duration) (context.Context, context.C
 	return context.WithTimeoutCause(ctx, d, errBound)
 }
 
-// boundReached reports whether ctx ended because a call bound passed
-// (WithBound's or the guard's), not because the caller gave up.
+// boundReached reports whether ctx ended because a package's call bound
+// passed (WithBound), not because the caller gave up.
 func boundReached(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), errBound)
 }

@@ -181,16 +181,19 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 	cctx := context.WithValue(ctx, inCall{}, true)
 	var cancel context.CancelFunc
 	if dl, ok := ctx.Deadline(); bounded && g.timeout > 0 && (!ok || time.Until(dl) > g.timeout) {
-		cctx, cancel = context.WithTimeoutCause(cctx, g.timeout, errBound)
+		cctx, cancel = context.WithTimeout(cctx, g.timeout)
 	} else {
 		cctx, cancel = context.WithCancel(cctx)
 	}
 	defer cancel()
-	// A call that runs out of a bound (the guard's or a package's,
-	// WithBound) is a failure from that moment: on a client that does
-	// not end its reads at the context's deadline the call itself may
-	// return much later, and the breaker must not wait for it. failed
-	// makes sure it is counted once.
+	// A call that runs out of a package's bound (WithBound) is a failure
+	// from that moment: the package stopped waiting for it, and on a
+	// client that does not end its reads at the context's deadline the
+	// call itself may return much later; the breaker must not wait for
+	// it. (The guard's own deadline counts when the call returns, as it
+	// cuts a call short only on a client that honours it: elsewhere a
+	// slow node that still answers is no failure.) failed makes sure a
+	// call is counted once.
 	var failed atomic.Bool
 	fail := func() {
 		if failed.CompareAndSwap(false, true) {
