@@ -72,9 +72,9 @@ type Config struct {
 	// rate limits. While Redis is down a limiter made with LimitOptions
 	// limits in the process (limit.Options.LocalFallback), each process
 	// at 1/Processes of the limit and of the rate. Default 1: each
-	// process allows the whole limit on its own, so during an outage it
-	// refuses no call the shared limit would have allowed it, and the
-	// fleet allows up to Processes times the limit. Set it to the number
+	// process allows the whole limit on its own (as a token bucket), so
+	// during an outage it refuses a client about when the shared limit
+	// would have, and the fleet allows up to N times the limit. Set it to the number
 	// of replicas for a fleet that holds about the limit while the load
 	// is spread evenly (a process that takes more than its share is then
 	// refused sooner than the shared limit would). Negative is invalid.

@@ -79,9 +79,10 @@
 // (Stats.LocalFallbacks). The processes do not see each other's calls:
 // the fleet allows about the limit while the load is spread evenly
 // across them; with a share larger than 1/N (LocalFallback below the
-// number of processes) it allows more, never refusing what the shared
-// limit would have allowed the process; with a smaller one it refuses
-// sooner.
+// number of processes) it allows more (at 1, each process alone allows
+// as a token bucket of the whole limit: it refuses a client about when
+// the shared limit would, had that client come to this process only);
+// with a smaller one it refuses sooner.
 //
 // The trade-off: fail closed protects what the limit guards at the cost
 // of an outage of everything behind it; fail open keeps the service up
