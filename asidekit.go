@@ -22,6 +22,7 @@ package asidekit
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -39,6 +40,12 @@ import (
 // cacheaside's in this one, Filter and Generator return bloom's and
 // seqgen's as they are.
 var ErrInvalid = errors.New("asidekit: invalid argument")
+
+// ErrClosed is returned (wrapped) by the writes of a repository on a
+// closed Kit's Cache, before anything is written: a write whose
+// invalidation failed could no longer be retried. Reads go on. It is
+// cacheaside.ErrClosed (and repo.ErrClosed).
+var ErrClosed = cacheaside.ErrClosed
 
 // Config is what the components of one service share.
 type Config struct {
@@ -61,15 +68,29 @@ type Config struct {
 	// guard plays their part, and they call Redis again the moment it
 	// finds the node back.
 	Guard *GuardOptions
+	// Processes is the number of processes of the service that share its
+	// rate limits. While Redis is down a limiter made with LimitOptions
+	// limits in the process (limit.Options.LocalFallback), each process
+	// at 1/Processes of the limit and of the rate. Default 1: each
+	// process allows the whole limit on its own (as a token bucket), so
+	// during an outage it refuses a client about when the shared limit
+	// would have, and the fleet allows up to N times the limit. Set it to the number
+	// of replicas for a fleet that holds about the limit while the load
+	// is spread evenly (a process that takes more than its share is then
+	// refused sooner than the shared limit would). Negative is invalid.
+	Processes int
 }
 
 // Kit builds a service's components with its Config. Close closes the
-// Cache it made.
+// Cache and the generators it made.
 type Kit struct {
 	cfg     Config
 	cache   *cacheaside.Cache
 	guards  *nodeguard.Set // nil: none installed
 	release func()         // of the guards' registration
+
+	mu   sync.Mutex
+	gens []*seqgen.Generator // made by Generator; guarded by mu
 }
 
 // New checks cfg, installs the node guard on cfg.Redis (see
@@ -87,6 +108,9 @@ func New(cfg Config) (*Kit, error) {
 	}
 	if err := sameNamespace("cacheaside.Options", &co.Namespace, cfg.Namespace); err != nil {
 		return nil, err
+	}
+	if cfg.Processes < 0 {
+		return nil, fmt.Errorf("%w: Processes %d: negative", ErrInvalid, cfg.Processes)
 	}
 	if g := cfg.Guard; g != nil && (g.Threshold < 0 || g.Cooldown < 0) {
 		return nil, fmt.Errorf("%w: GuardOptions Threshold %d, Cooldown %v: negative", ErrInvalid, g.Threshold, g.Cooldown)
@@ -126,10 +150,22 @@ func (k *Kit) Namespace() string { return k.cfg.Namespace }
 // Cache returns the service's Cache (for cacheaside.NewEntity and repo.New).
 func (k *Kit) Cache() *cacheaside.Cache { return k.cache }
 
-// Close closes the Cache and releases the Kit's share of the node guard
-// (its hooks stay on the client).
+// Close closes the Cache and the generators made by Generator, and
+// releases the Kit's share of the node guard (its hooks stay on the
+// client). After Close the writes of the repositories on the Cache
+// return ErrClosed and the generators seqgen.ErrClosed, before anything
+// is written; reads (Get, GetMany, GetBy, lists) go on, from Redis and
+// the database, without background work (no refreshes, no invalidation
+// retries). A second Close does nothing and returns nil.
 func (k *Kit) Close() error {
 	k.release()
+	k.mu.Lock()
+	gens := k.gens
+	k.gens = nil
+	k.mu.Unlock()
+	for _, g := range gens {
+		_ = g.Close() // never fails
+	}
 	return k.cache.Close()
 }
 
@@ -163,6 +199,16 @@ func (k *Kit) Filter(name string, opts *bloom.Options) (*bloom.Filter, error) {
 // LimitOptions returns a copy of opts (nil: limit's defaults) in the Kit's
 // namespace, for the guard/limit constructors. It panics when opts names
 // another namespace, as FilterOptions does.
+//
+// A Redis outage never refuses every call of a limiter made with it:
+// unless opts sets FailOpen or LocalFallback, the copy has LocalFallback
+// set to Config.Processes (default 1), so that while Redis fails each
+// process limits on its own at its share of the limit (see
+// Config.Processes), and FailOpen set, so that a Semaphore, which has no
+// local fallback, lets calls through. A limiter still refuses the keys
+// over their local share, with a nil error. Set LocalFallback to -1 (and
+// leave FailOpen false) for a limiter that refuses every call while Redis
+// fails.
 func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 	var o limit.Options
 	if opts != nil {
@@ -170,6 +216,9 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 	}
 	if err := sameNamespace("limit.Options", &o.Namespace, k.cfg.Namespace); err != nil {
 		panic(err)
+	}
+	if o.LocalFallback == 0 && !o.FailOpen {
+		o.LocalFallback, o.FailOpen = max(k.cfg.Processes, 1), true
 	}
 	if k.guards != nil && o.BreakerThreshold == 0 {
 		// The node guard is the limiter's breaker: a breaker of its own
@@ -181,7 +230,7 @@ func (k *Kit) LimitOptions(opts *limit.Options) *limit.Options {
 }
 
 // Generator returns a sequence generator in the Kit's namespace, reserving
-// its segments in Config.DB.
+// its segments in Config.DB. Close closes it.
 func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 	if k.cfg.DB == nil {
 		return nil, fmt.Errorf("%w: Generator needs Config.DB", ErrInvalid)
@@ -197,5 +246,12 @@ func (k *Kit) Generator(opts *seqgen.Options) (*seqgen.Generator, error) {
 		// The node guard is the generator's breaker, as for LimitOptions.
 		o.BreakerFailures = -1
 	}
-	return seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
+	g, err := seqgen.New(k.cfg.Redis, k.cfg.DB, &o)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.gens = append(k.gens, g)
+	k.mu.Unlock()
+	return g, nil
 }

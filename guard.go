@@ -14,8 +14,8 @@ import (
 // node. After Threshold consecutive calls the node did not answer, every
 // call fails at once (an error no package takes for a server reply, so
 // each takes its fail-open path: the cache and Bloom filter read the
-// database, the limiter answers by its fail policy, seqgen issues from
-// the database) until the guard's own PING, sent once per Cooldown,
+// database, a limiter made with LimitOptions limits in the process (its
+// local fallback), seqgen issues from the database) until the guard's own PING, sent once per Cooldown,
 // finds the node back: no request pays for a probe. The calls in flight
 // on the node when its breaker opens end then too, with ErrRedisDown.
 // Each call is also bounded by CallTimeout. The hook stays on the client

@@ -172,8 +172,9 @@ func TestKit_guard_limiterAndSeqgenResume(t *testing.T) {
 		}
 		px.Cut()
 		// A call with no deadline shorter than the guard's opens its
-		// breaker (the limiter's and the generator's own deadlines may
-		// end theirs first: a caller that gave up says nothing of the node).
+		// breaker (the generator's own deadline may end its calls first:
+		// a caller that gave up says nothing of the node; a limiter's
+		// bound counts, see nodeguard.WithBound).
 		if err := kit.Cache().Client().Ping(ctx).Err(); err == nil {
 			t.Fatalf("own %v: ping during the cut answered", own)
 		}

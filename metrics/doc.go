@@ -2,6 +2,17 @@
 // module of its own, the way go-redis keeps its Prometheus hook in extra/:
 // no core package imports it, so a service that does not use Prometheus
 // neither links nor downloads it (see docs/metrics.md).
+// Its module path is github.com/asidekit/asidekit/metrics, required apart
+// from the core module:
+//
+//	go get github.com/asidekit/asidekit/metrics
+//
+// A service built against a checkout of asidekit needs a replace line for
+// this module too, beside the core's (else go resolves it from the
+// network):
+//
+//	replace github.com/asidekit/asidekit => ../asidekit
+//	replace github.com/asidekit/asidekit/metrics => ../asidekit/metrics
 //
 // Collectors, each registered by the caller on the registry of its
 // choice (reg.MustRegister):

@@ -276,6 +276,10 @@ func TestRepository_badInput_text(t *testing.T) {
 			if !errors.Is(err, repo.ErrInvalidID) || !strings.Contains(err.Error(), strconv.Quote(bad)) {
 				t.Errorf("%s(%q) = %v, want ErrInvalidID quoting the value", tc.what, bad, err)
 			}
+			// A GetBy value is no id: the error names the lookup.
+			if tc.what == "GetBy" && (strings.Contains(err.Error(), "id:") || !strings.Contains(err.Error(), "GetBy email: the value")) {
+				t.Errorf("GetBy(email, %q) = %v, want an error that names the lookup's value, not an id", bad, err)
+			}
 		}
 	}
 	for _, v := range []any{42, true, 1.5} {

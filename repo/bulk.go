@@ -26,6 +26,9 @@ const maxParams = 65000
 // Create, and a live row with the key fails the whole call with an error
 // matching gorm.ErrDuplicatedKey.
 func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
+	if err := r.c.open("CreateMany"); err != nil {
+		return err
+	}
 	c := r.c
 	for i := range vs {
 		id, hasID := c.idOf(ctx, &vs[i])
@@ -82,6 +85,9 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 // and invalidated, with the old and new mappings of the unique values that
 // changed, one pipelined call per filter and entity.
 func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
+	if err := r.c.open("PutMany"); err != nil {
+		return err
+	}
 	c := r.c
 	seen := make(map[ID]int, len(vs))
 	for i := range vs {

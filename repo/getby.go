@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/asidekit/asidekit/cacheaside"
 )
@@ -30,7 +32,7 @@ func (r *Repository[T, ID]) GetBy(ctx context.Context, column string, value any)
 	}
 	key, ok, err := valueKey(value)
 	if err != nil {
-		return zero, err
+		return zero, lookupValueErr(r.c.name, column, key, err)
 	}
 	if !ok {
 		return zero, fmt.Errorf("%w: GetBy %s with a nil value", ErrInvalidID, column)
@@ -98,3 +100,28 @@ func (c *core[T, ID]) lookupBy(column string) (*lookup[ID], error) {
 	}
 	return nil, fmt.Errorf("%w: model %s has no single-column unique index over %q", ErrNoUniqueKey, c.sch.Name, column)
 }
+
+// lookupValueErr names the lookup, not an id, in the error of a GetBy
+// value that cannot be text (a NUL byte, invalid UTF-8): still
+// ErrInvalidID, quoting the value.
+func lookupValueErr(entity, column, key string, err error) error {
+	for _, p := range [...]struct {
+		bad bool
+		why string
+	}{
+		{strings.IndexByte(key, 0) >= 0, "holds a NUL byte"},
+		{!utf8.ValidString(key), "is not valid UTF-8"},
+	} {
+		if p.bad {
+			return &valueError{msg: fmt.Sprintf("repo: %s: GetBy %s: the value %q %s", entity, column, key, p.why)}
+		}
+	}
+	return err
+}
+
+// valueError is the error of a GetBy value that is not text; it matches
+// ErrInvalidID (and so ErrInvalid).
+type valueError struct{ msg string }
+
+func (e *valueError) Error() string { return e.msg }
+func (e *valueError) Unwrap() error { return ErrInvalidID }

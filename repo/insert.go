@@ -31,6 +31,9 @@ import (
 // a WithTx view, which goes straight to the insert). On false, v is left
 // as it was. A NULL in the key is an error: NULLs never conflict.
 func (r *Repository[T, ID]) InsertIfAbsent(ctx context.Context, v *T) (bool, error) {
+	if err := r.c.open("InsertIfAbsent"); err != nil {
+		return false, err
+	}
 	u := r.c.uniq
 	if u == nil {
 		return false, r.c.uniqErr

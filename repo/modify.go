@@ -21,6 +21,9 @@ var ErrConditionFailed = errors.New("repo: condition not met")
 // absent row is ErrNotFound; no column, or an unknown one, is an error
 // before anything is written.
 func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...string) error {
+	if err := r.c.open("UpdateColumns"); err != nil {
+		return err
+	}
 	id, key, err := r.keyOfRow(ctx, v, "UpdateColumns")
 	if err != nil {
 		return err
@@ -71,6 +74,9 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 // absent row is ErrNotFound; a row that fails a condition is
 // ErrConditionFailed, and nothing is written.
 func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]any, where ...clause.Expression) (T, error) {
+	if err := r.c.open("Modify"); err != nil {
+		return *new(T), err
+	}
 	var zero T
 	key, err := r.c.cacheID(id)
 	if err != nil {

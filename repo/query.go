@@ -100,7 +100,7 @@ type queryEntry[ID comparable] struct {
 // NewQuery declares the query q on r and returns it. From then on every
 // write through r (and every change the repo/cdc bridge sees for r's
 // table) invalidates the query's affected lists. A column that is not one
-// of T's, an Order that does not parse, an empty or duplicate Name, or a
+// of T's, an Order that does not parse, an empty, blank or duplicate Name, or a
 // transaction's view are errors matching ErrInvalid.
 func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, ID], error) {
 	if r == nil {
@@ -110,8 +110,8 @@ func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, 
 		return nil, fmt.Errorf("%w: NewQuery on a transaction's view", ErrInvalid)
 	}
 	c := r.c
-	if q.Name == "" {
-		return nil, fmt.Errorf("%w: %s: a query needs a Name", ErrInvalid, c.name)
+	if strings.TrimSpace(q.Name) == "" {
+		return nil, fmt.Errorf("%w: %s: a query needs a Name (got %q)", ErrInvalid, c.name, q.Name)
 	}
 	if q.Policy.Filter != nil {
 		return nil, fmt.Errorf("%w: query %s: Policy.Filter must be nil", ErrInvalid, q.Name)

@@ -320,7 +320,11 @@ func TestQuery_badInput(t *testing.T) {
 			return err
 		},
 		"no name": func() error { _, err := repo.NewQuery(r, repo.QueryOf{Where: []string{"price"}}); return err },
-		"twice":   func() error { _, err := repo.NewQuery(r, byCategory); return err },
+		"blank name": func() error {
+			_, err := repo.NewQuery(r, repo.QueryOf{Name: " \t", Where: []string{"price"}})
+			return err
+		},
+		"twice": func() error { _, err := repo.NewQuery(r, byCategory); return err },
 	} {
 		e.reset()
 		if err := f(); !errors.Is(err, repo.ErrInvalid) {

@@ -22,6 +22,9 @@ import (
 // zero primary key that neither the database nor a hook fills in, is
 // ErrInvalidID, before anything is written.
 func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
+	if err := r.c.open("Create"); err != nil {
+		return err
+	}
 	if v == nil {
 		return fmt.Errorf("repo: %s: Create of a nil value", r.c.name)
 	}
@@ -68,6 +71,9 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 // absent), then invalidates the id and, when a unique column changed, its
 // old and new mapping. An absent row is ErrNotFound.
 func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
+	if err := r.c.open("Update"); err != nil {
+		return err
+	}
 	id, key, err := r.keyOfRow(ctx, v, "Update")
 	if err != nil {
 		return err
@@ -97,6 +103,9 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 // return v holds the row as stored, timestamps included (GORM's upsert sets
 // updated_at itself and keeps an existing row's created_at).
 func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
+	if err := r.c.open("Put"); err != nil {
+		return err
+	}
 	if v == nil {
 		return fmt.Errorf("repo: %s: Put of a nil value", r.c.name)
 	}
@@ -137,6 +146,9 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 // mappings. An absent row is ErrNotFound. The id stays in the Bloom filter
 // until RebuildFilter.
 func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
+	if err := r.c.open("Delete"); err != nil {
+		return err
+	}
 	key, err := r.c.cacheID(id)
 	if err != nil {
 		return err

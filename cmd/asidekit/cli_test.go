@@ -163,6 +163,12 @@ type result struct {
 // with -config) and stdin not a terminal.
 func (e *cliEnv) run(t *testing.T, args ...string) result {
 	t.Helper()
+	return e.runEnv(t, nil, args...)
+}
+
+// runEnv is run with env (VAR=value) added to the process's environment.
+func (e *cliEnv) runEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	if len(args) == 0 || args[0] != "-config" {
 		args = append([]string{"-config", e.config}, args...)
 	}
@@ -171,6 +177,9 @@ func (e *cliEnv) run(t *testing.T, args ...string) result {
 	cmd := exec.CommandContext(ctx, e.bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -369,6 +378,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
+	t.Run("server overrides", func(t *testing.T) { testOverrides(t, bin) })
 
 	t.Run("cdc slot", func(t *testing.T) {
 		e := newCLIEnvWith(t, bin, testcontainers.LogicalPostgres(t), testcontainers.Redis(t))
@@ -387,6 +397,7 @@ func TestCLI(t *testing.T) {
 		if err := inv.Setup(ctx); err != nil {
 			t.Fatal(err)
 		}
+		testInitSlot(t, e, slot)
 		var st slotStatus
 		e.run(t, "cdc", "status", "-json").want(t, exitProblem, &st)
 		if !st.Exists || st.Holder != nil || st.Confirmed == "" || st.Problem == "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -15,25 +16,40 @@ import (
 // named after it (repo's default name), with its single-column unique
 // indexes as GetBy columns. Bloom filter sizing is not in the database:
 // add "filter" to the entities whose repository has one.
+//
+// The servers are written as given, a ${VAR} kept as it is (expanded to
+// connect): a DSN that comes from $DATABASE_URL (no -dsn, or -dsn equal to
+// it) is written "${DATABASE_URL}", so that no password lands in the file.
+// The CDC slot is -slot, else the one repo/cdc slot found on the database
+// (see findSlot); init says which it took.
 func runInit(r *runner, args []string) error {
 	fl := r.flags("init")
-	dsn := fl.String("dsn", "", "the PostgreSQL `DSN` of the service's tables (required)")
-	addr := fl.String("redis", "", "the Redis `ADDR` (host:port)")
-	cluster := fl.String("redis-cluster", "", "comma-separated seed `ADDRS` of a Redis Cluster, instead of -redis")
 	ns := fl.String("namespace", "ak", "the service's key `NAMESPACE`")
+	slot := fl.String("slot", "", "the service's repo/cdc `SLOT` (default: the one found on the database)")
 	outPath := fl.String("o", "", "the `FILE` to write (default: the -config file, asidekit.json)")
 	force := fl.Bool("force", false, "overwrite an existing file")
-	if _, err := r.parse(fl, args, "-dsn DSN -redis ADDR [-namespace NS] [-o FILE]", 0, 0); err != nil {
+	const usage = "-dsn DSN (-redis ADDR | -redis-cluster ADDRS) [-namespace NS] [-slot SLOT] [-o FILE]"
+	if _, err := r.parse(fl, args, usage, 0, 0); err != nil {
 		return err
 	}
-	if *dsn == "" || (*addr == "") == (*cluster == "") {
-		return usageErr("usage: asidekit init -dsn DSN (-redis ADDR | -redis-cluster ADDRS) [-namespace NS] [-o FILE]")
+	dsn := r.dsn
+	if env := os.Getenv("DATABASE_URL"); env != "" && (dsn == "" || dsn == env) {
+		dsn = "${DATABASE_URL}"
 	}
-	cfg := &Config{DSN: *dsn, Redis: *addr, Namespace: *ns}
-	if *cluster != "" {
-		cfg.RedisCluster = strings.Split(*cluster, ",")
+	if dsn == "" || (r.redis == "") == (r.cluster == "") {
+		return usageErr("usage: asidekit init " + usage + " ($DATABASE_URL stands for a missing -dsn)")
 	}
-	r.b.cfg = cfg
+	cfg := &Config{DSN: dsn, Redis: r.redis, Namespace: *ns}
+	if r.cluster != "" {
+		cfg.RedisCluster = strings.Split(r.cluster, ",")
+	}
+	conn := *cfg // expanded, to connect; cfg is written as given
+	conn.RedisCluster = slices.Clone(cfg.RedisCluster)
+	conn.expand()
+	if conn.DSN == "" {
+		return usageErr("init: -dsn %s is empty once expanded", cfg.DSN)
+	}
+	r.b.cfg = &conn
 	if _, err := r.b.Redis(r.ctx); err != nil {
 		return err
 	}
@@ -69,6 +85,11 @@ func runInit(r *runner, args []string) error {
 		}
 		cfg.Entities = append(cfg.Entities, e)
 	}
+	took, err := findSlot(r.ctx, db, *slot)
+	if err != nil {
+		return err
+	}
+	cfg.CDCSlot = took.name
 	path := *outPath
 	if path == "" {
 		path = r.configPath
@@ -95,8 +116,14 @@ func runInit(r *runner, args []string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if r.jsonOut {
+		fmt.Fprintf(r.stderr, "asidekit: cdc slot %s (%s)\n", took.name, took.why)
+	}
+	if !strings.Contains(cfg.DSN, "${") && hasPassword(cfg.DSN) {
+		fmt.Fprintf(r.stderr, "asidekit: %s holds the DSN's password: pass -dsn '${DATABASE_URL}' to keep it out\n", path)
+	}
 	return r.output(cfg.Entities, func(w io.Writer) {
-		fmt.Fprintf(w, "wrote %s: %d entities\n", path, len(cfg.Entities))
+		fmt.Fprintf(w, "wrote %s: %d entities, cdc slot %s (%s)\n", path, len(cfg.Entities), took.name, took.why)
 		for _, e := range cfg.Entities {
 			fmt.Fprintf(w, "  %-20s key %s, unique [%s]\n", e.Name, e.Key, strings.Join(e.Unique, " "))
 		}

@@ -74,6 +74,10 @@ type runner struct {
 	configPath string
 	jsonOut    bool
 	yes        bool
+	// dsn, redis and cluster are the -dsn, -redis and -redis-cluster
+	// flags, as given (a ${VAR} not yet expanded): they override the
+	// config file's servers. "" when not given.
+	dsn, redis, cluster string
 
 	ctx context.Context
 	cfg *Config
@@ -121,7 +125,7 @@ func (r *runner) dispatch(args []string) error {
 
 // usage prints the commands, the flags and the exit codes.
 func (r *runner) usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: asidekit [-config FILE] [-json] [-yes] COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: asidekit [-config FILE] [-dsn DSN] [-redis ADDR] [-json] [-yes] COMMAND [ARGS]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-15s %-34s %s\n", c.name, c.args, c.summary)
@@ -148,6 +152,9 @@ func (r *runner) flags(name string) *flag.FlagSet {
 	fs.StringVar(&r.configPath, "config", def, "the config `FILE` (default $ASIDEKIT_CONFIG, else asidekit.json)")
 	fs.BoolVar(&r.jsonOut, "json", r.jsonOut, "print JSON for scripts instead of text")
 	fs.BoolVar(&r.yes, "yes", r.yes, "do destructive work without asking")
+	fs.StringVar(&r.dsn, "dsn", r.dsn, "the PostgreSQL `DSN`, instead of the config file's (${VAR} is expanded)")
+	fs.StringVar(&r.redis, "redis", r.redis, "the Redis `ADDR` (host:port), instead of the config file's")
+	fs.StringVar(&r.cluster, "redis-cluster", r.cluster, "comma-separated seed `ADDRS` of a Redis Cluster, instead of the config file's Redis")
 	return fs
 }
 
@@ -187,10 +194,25 @@ func (r *runner) config() (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.override(c)
 		r.cfg = c
 		r.b.cfg = c
 	}
 	return r.cfg, nil
+}
+
+// override puts the -dsn, -redis and -redis-cluster flags, expanded, in
+// place of c's servers.
+func (r *runner) override(c *Config) {
+	if r.dsn != "" {
+		c.DSN = os.ExpandEnv(r.dsn)
+	}
+	switch {
+	case r.redis != "":
+		c.Redis, c.RedisCluster = os.ExpandEnv(r.redis), nil
+	case r.cluster != "":
+		c.Redis, c.RedisCluster = "", strings.Split(os.ExpandEnv(r.cluster), ",")
+	}
 }
 
 // output prints v as JSON with -json, else calls text.

@@ -119,6 +119,9 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, s.orders.Close)
+	// The Kit's default: while Redis is down the limiter limits in this
+	// process (each process at the whole limit, Config.Processes being 1),
+	// so an outage serves every request within the limit instead of 503.
 	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: limit.PerSecond(cfg.PerIPRate), Burst: cfg.PerIPBurst},
 		kit.LimitOptions(lopts))
 	if err != nil {

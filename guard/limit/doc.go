@@ -69,13 +69,31 @@
 // Stats counts the calls answered so (Bypassed) and the times it opened.
 // While the breaker is closed it costs one atomic load per call.
 //
-// Neither policy limits anything during an outage. Options.LocalFallback
-// (the number of processes that share the limit) offers a third answer: a
-// limiter whose Redis fails decides in the process, with an in-memory
-// token bucket per key at its share of the limit and of the rate, and
-// returns that decision with a nil error (Stats.LocalFallbacks). The
-// processes do not see each other's calls: the fleet allows about the
-// limit while the load is spread evenly across them.
+// Neither policy limits anything during an outage: fail closed refuses
+// every call (behind httplimit, every request gets a 503, although the
+// service behind it may be able to serve it), fail open allows every
+// call. Options.LocalFallback (the number of processes that share the
+// limit) offers a third answer: a limiter whose Redis fails decides in
+// the process, with an in-memory token bucket per key at its share of
+// the limit and of the rate, and returns that decision with a nil error
+// (Stats.LocalFallbacks). The processes do not see each other's calls:
+// the fleet allows about the limit while the load is spread evenly
+// across them; with a share larger than 1/N (LocalFallback below the
+// number of processes) it allows more (at 1, each process alone allows
+// as a token bucket of the whole limit: it refuses a client about when
+// the shared limit would, had that client come to this process only);
+// with a smaller one it refuses sooner.
+//
+// The trade-off: fail closed protects what the limit guards at the cost
+// of an outage of everything behind it; fail open keeps the service up
+// with no limit at all; the local fallback keeps it up and still limits
+// each key, approximately. Package limit's own default is fail closed
+// (nothing is assumed about the fleet). A service built with an
+// asidekit.Kit gets the local fallback: Kit.LimitOptions sets
+// LocalFallback to the Kit's Config.Processes (default 1: each process
+// enforces the whole limit alone, so the fleet allows up to N times it)
+// and FailOpen for semaphores, unless the options say otherwise
+// (LocalFallback -1 keeps a limiter fail closed).
 //
 // # Eviction and failover
 //

@@ -72,7 +72,10 @@ func (g *guard) bounded(ctx context.Context, call func(context.Context) error) e
 	}
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > g.timeout {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		// Marked as a call bound, so that a Kit's node guard counts a
+		// call that runs out of it as a node failure (the caller did not
+		// give up: the node did not answer in time).
+		ctx, cancel = nodeguard.WithBound(ctx, g.timeout)
 		defer cancel()
 	}
 	if g.inline {

@@ -99,8 +99,11 @@ type Options struct {
 	// are zero, and nothing is counted. Wait then returns that error at
 	// once, and Semaphore.TryAcquire and Acquire a lease Redis does not
 	// know. Default false: fail closed, AllowN returns Allowed=false and the
-	// error (Wait and Acquire return the error). A context that ends and
-	// invalid input are never failed open.
+	// error (Wait and Acquire return the error), so that a Redis outage
+	// refuses every call; Kit.LimitOptions sets it (with LocalFallback)
+	// unless told otherwise. A context that ends and invalid input are
+	// never failed open. LocalFallback, when set, decides instead for
+	// every limiter but a Semaphore.
 	FailOpen bool
 	// Timeout bounds each Redis call of the limiter, whatever the client's
 	// own timeouts and retries: past it the call fails (by the fail
@@ -137,7 +140,9 @@ type Options struct {
 	// nil error (counted in Stats.LocalFallbacks) instead of applying
 	// FailOpen. The processes do not see each other's calls, so the fleet
 	// allows about the limit while they share the load evenly. Semaphores
-	// ignore it. Default 0: no fallback. Negative is invalid.
+	// ignore it. Default 0: no fallback (Kit.LimitOptions sets it to the
+	// Kit's Config.Processes unless FailOpen is set). Negative: no
+	// fallback either, and Kit.LimitOptions leaves it so.
 	LocalFallback int
 }
 
@@ -154,9 +159,6 @@ func (o *Options) init() (Options, error) {
 	c, err := keys.CopyOptions(o, func(c *Options) *string { return &c.Namespace }, ErrInvalid)
 	if err != nil {
 		return c, err
-	}
-	if c.LocalFallback < 0 {
-		return c, fmt.Errorf("%w: LocalFallback %d", ErrInvalid, c.LocalFallback)
 	}
 	if c.BreakerCooldown < 0 {
 		return c, fmt.Errorf("%w: BreakerCooldown %v", ErrInvalid, c.BreakerCooldown)

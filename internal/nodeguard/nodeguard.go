@@ -186,27 +186,54 @@ func (g *Guard) call(ctx context.Context, bounded bool, f func(context.Context) 
 		cctx, cancel = context.WithCancel(cctx)
 	}
 	defer cancel()
+	// A call that runs out of a package's bound (WithBound) is a failure
+	// from that moment: the package stopped waiting for it, and on a
+	// client that does not end its reads at the context's deadline the
+	// call itself may return much later; the breaker must not wait for
+	// it. (The guard's own deadline counts when the call returns, as it
+	// cuts a call short only on a client that honours it: elsewhere a
+	// slow node that still answers is no failure.) failed makes sure a
+	// call is counted once.
+	var failed atomic.Bool
+	fail := func() {
+		if failed.CompareAndSwap(false, true) {
+			g.fail()
+		}
+	}
+	stopWatch := context.AfterFunc(cctx, func() {
+		if boundReached(cctx) {
+			fail()
+		}
+	})
 	err := g.untilTrip(ctx, cctx, cancel, f)
+	stopWatch()
 	switch {
 	case errors.Is(err, ErrDown):
 		// A trip ended it: the breaker is open already.
 	case err == nil || !unavailable(err):
 		g.br.Success() // an answer, even an error reply, is a node at work
-	case ctx.Err() != nil:
-		// The caller gave up: that says nothing about the node. A probe
-		// that ends so leaves the breaker half-open; another goes after
-		// another cooldown.
+	case ctx.Err() != nil && !boundReached(ctx):
+		// The caller gave up (cancelled, or its own deadline passed)
+		// before any call bound: that says nothing about the node. A
+		// probe that ends so leaves the breaker half-open; another goes
+		// after another cooldown.
 	default:
-		opens := g.br.Opens()
-		g.br.Failure()
-		if g.br.Opens() != opens {
-			g.trip()
-		}
-		if g.br.Open() && g.probing.CompareAndSwap(false, true) {
-			go g.probe()
-		}
+		fail()
 	}
 	return err
+}
+
+// fail counts one failed call, trips the calls in flight when it opens
+// the breaker, and starts the prober while the breaker is open.
+func (g *Guard) fail() {
+	opens := g.br.Opens()
+	g.br.Failure()
+	if g.br.Opens() != opens {
+		g.trip()
+	}
+	if g.br.Open() && g.probing.CompareAndSwap(false, true) {
+		go g.probe()
+	}
 }
 
 // released reports whether the guard's Set was released (every Kit on

@@ -19,10 +19,13 @@
 // a refused call could pass, or until the key is back to its full quota
 // for an allowed one.
 //
-// When the limiter fails (Redis down) the request gets the status
-// StatusOf maps the error to, 503 Service Unavailable with Retry-After by
-// default, without reaching the handler; a limiter made with
-// limit.Options.FailOpen lets it through instead. Either way the answer
+// The middleware answers what the limiter decides. When the limiter fails
+// (Redis down) the request gets the status StatusOf maps the error to,
+// 503 Service Unavailable with Retry-After, without reaching the handler;
+// a limiter made with limit.Options.FailOpen lets it through instead, and
+// one with limit.Options.LocalFallback (the default of asidekit's
+// Kit.LimitOptions) decides in the process: the request is served, or
+// refused with 429 when its key is over the process's share. Either way the answer
 // is quick: the limiter bounds each Redis call (limit.Options.Timeout),
 // and after a few consecutive failures its breaker answers every request
 // at once, without asking Redis, until a probe finds Redis back
