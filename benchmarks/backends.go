@@ -30,11 +30,12 @@ func (e *Env) openRedis(ctx context.Context, cfg Config) error {
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 			return fmt.Errorf("benchmarks: start miniredis: %w", err)
 		}
-		// ClockTTL makes TTLs run down with the wall clock, so keys expire
-		// as they would on a real server (without it miniredis only expires
-		// keys on FastForward).
-		mr.ClockTTL(true)
-		e.onClose(func() error { mr.Close(); return nil })
+		// TTLs run down with the wall clock, so keys expire as they would
+		// on a real server (miniredis only expires keys on FastForward):
+		// runClock advances them every few milliseconds.
+		stop, ticking := make(chan struct{}), make(chan struct{})
+		go func() { defer close(ticking); runClock(mr, stop) }()
+		e.onClose(func() error { close(stop); <-ticking; mr.Close(); return nil })
 		e.EmbeddedRedis, e.RedisAddrs = true, []string{mr.Addr()}
 	}
 	e.admin = newClient(e.RedisAddrs, e.Cluster, e.EmbeddedRedis)
