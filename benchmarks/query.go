@@ -67,7 +67,7 @@ func QuickQueryParams() QueryParams {
 // times per variant.
 func EmbeddedQueryParams() QueryParams {
 	p := QuickQueryParams()
-	p.Categories, p.Rows, p.Checked = 100, 2000, 10
+	p.Categories, p.Rows, p.Checked, p.Duration = 100, 2000, 10, 1500*time.Millisecond
 	return p
 }
 

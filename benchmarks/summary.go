@@ -37,6 +37,7 @@ func WriteSummary(w io.Writer, results []Result) error {
 	fmt.Fprintln(w, "== summary: what each protection saved")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\ttime\tprotection\tvs\tmetric\twithout\twith\tsaved\t")
+	var others []string // the scenarios with nothing to compare, under the table
 	for _, res := range results {
 		took := "-"
 		if res.Elapsed > 0 {
@@ -44,8 +45,7 @@ func WriteSummary(w io.Writer, results []Result) error {
 		}
 		lines := savingLines(res)
 		if len(lines) == 0 {
-			// The note is the line's last cell, outside every column.
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", res.Scenario, took, summaryNote(res))
+			others = append(others, fmt.Sprintf("  %s (%s): %s", res.Scenario, took, summaryNote(res)))
 			continue
 		}
 		for i, l := range lines {
@@ -56,7 +56,15 @@ func WriteSummary(w io.Writer, results []Result) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, took, l[0], l[1], l[2], l[3], l[4], l[5])
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range others {
+		if _, err := fmt.Fprintln(w, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // savingLines returns res's comparisons as {protection, baseline, metric,
