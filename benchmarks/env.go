@@ -167,9 +167,9 @@ func (e *Env) newClientAt(addrs []string) redis.UniversalClient {
 // in-process miniredis competes with the benchmark for the CPU and runs Lua
 // slowly, so its clients wait longer for replies.
 func newClient(addrs []string, cluster, embedded bool) redis.UniversalClient {
-	rw := 5 * time.Second
+	rw, network := 5*time.Second, "tcp"
 	if embedded {
-		rw = 60 * time.Second
+		rw, network = 60*time.Second, "unix" // startMiniredis's socket
 	}
 	if cluster {
 		return redis.NewClusterClient(&redis.ClusterOptions{
@@ -183,6 +183,7 @@ func newClient(addrs []string, cluster, embedded bool) redis.UniversalClient {
 		})
 	}
 	return redis.NewClient(&redis.Options{
+		Network:      network,
 		Addr:         addrs[0],
 		Dialer:       dialer.DialContext,
 		MaxRetries:   1,
