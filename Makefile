@@ -49,11 +49,15 @@ stress-test:
 	echo "$(GO) test -race -count=$(STRESS_COUNT) -timeout 90m $(STRESS_PKGS)"; \
 	$(GO) test -race -count=$(STRESS_COUNT) -timeout 90m $(STRESS_PKGS)
 
-## demo: asidebench, every scenario at -quick sizes, on the embedded backend
-## (in-process miniredis with wall-clock TTLs + SQLite): no server needed.
+## demo: asidebench, every scenario at its embedded -quick sizes, on the
+## embedded backend (in-process miniredis with wall-clock TTLs + SQLite): no
+## server, no network. About a minute on a 2-core machine, busy or not (plus
+## the first build): a line as each scenario starts, its table when it ends,
+## then one summary table (what each protection saved: DB loads with and
+## without it) and where out/demo/report.md and its charts were written.
 ## Counts are faithful there; latencies are not representative.
 demo:
-	cd benchmarks && $(GO) run ./cmd/asidebench -embedded -quick all
+	cd benchmarks && $(GO) run ./cmd/asidebench -embedded -quick -out $(CURDIR)/out/demo all
 
 ## bench: asidebench, every scenario, on the real servers named by
 ## ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR (or ASIDEKIT_REDIS_CLUSTER_ADDRS);

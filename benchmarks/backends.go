@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
 
-// openRedis connects to the configured Redis, or starts miniredis.
+// openRedis connects to the configured Redis, or starts miniredis (on a
+// Unix socket, see startMiniredis).
 func (e *Env) openRedis(ctx context.Context, cfg Config) error {
 	switch {
 	case len(cfg.RedisCluster) > 0:
@@ -26,16 +26,17 @@ func (e *Env) openRedis(ctx context.Context, cfg Config) error {
 	case cfg.RedisAddr != "":
 		e.RedisAddrs = []string{cfg.RedisAddr}
 	default:
-		mr := miniredis.NewMiniRedis()
-		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
-			return fmt.Errorf("benchmarks: start miniredis: %w", err)
+		mr, path, stopMR, err := startMiniredis()
+		if err != nil {
+			return err
 		}
-		// ClockTTL makes TTLs run down with the wall clock, so keys expire
-		// as they would on a real server (without it miniredis only expires
-		// keys on FastForward).
-		mr.ClockTTL(true)
-		e.onClose(func() error { mr.Close(); return nil })
-		e.EmbeddedRedis, e.RedisAddrs = true, []string{mr.Addr()}
+		// TTLs run down with the wall clock, so keys expire as they would
+		// on a real server (miniredis only expires keys on FastForward):
+		// runClock advances them every few milliseconds.
+		stop, ticking := make(chan struct{}), make(chan struct{})
+		go func() { defer close(ticking); runClock(mr, stop) }()
+		e.onClose(func() error { close(stop); <-ticking; stopMR(); return nil })
+		e.EmbeddedRedis, e.RedisAddrs = true, []string{path}
 	}
 	e.admin = newClient(e.RedisAddrs, e.Cluster, e.EmbeddedRedis)
 	admin := e.admin

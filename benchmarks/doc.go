@@ -7,11 +7,12 @@
 // # Backends
 //
 // Open builds an Env: a Redis server or cluster (or an in-process miniredis
-// whose TTLs follow the wall clock through miniredis's ClockTTL, so keys
+// whose TTLs follow the wall clock, advanced every 10 to 100 ms, so keys
 // really expire), a database (a fresh PostgreSQL database created for the
 // run and dropped by Close, or SQLite through a pure-Go driver in a
 // temporary file), a Redis key namespace unique to the run (its keys are
-// removed by Close with SCAN + UNLINK) and the counters:
+// removed by Close with SCAN + UNLINK on a server; miniredis is stopped
+// with them) and the counters:
 //
 //   - every SQL statement is counted by a GORM callback (DB loads), with
 //     its start time and the number in flight;

@@ -51,7 +51,7 @@ func TestEmbedded_smoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Keys expire on miniredis (ClockTTL): the no_jitter keys are reloaded.
+	// Keys expire on miniredis (runClock): the no_jitter keys are reloaded.
 	if got := metric(t, av, "no_jitter", benchmarks.MetricDBLoads); got < 1 {
 		t.Errorf("avalanche no_jitter: no DB load after the TTL: keys did not expire on miniredis")
 	}

@@ -167,9 +167,9 @@ func (e *Env) newClientAt(addrs []string) redis.UniversalClient {
 // in-process miniredis competes with the benchmark for the CPU and runs Lua
 // slowly, so its clients wait longer for replies.
 func newClient(addrs []string, cluster, embedded bool) redis.UniversalClient {
-	rw := 5 * time.Second
+	rw, network := 5*time.Second, "tcp"
 	if embedded {
-		rw = 60 * time.Second
+		rw, network = 60*time.Second, "unix" // startMiniredis's socket
 	}
 	if cluster {
 		return redis.NewClusterClient(&redis.ClusterOptions{
@@ -183,6 +183,7 @@ func newClient(addrs []string, cluster, embedded bool) redis.UniversalClient {
 		})
 	}
 	return redis.NewClient(&redis.Options{
+		Network:      network,
 		Addr:         addrs[0],
 		Dialer:       dialer.DialContext,
 		MaxRetries:   1,
@@ -214,7 +215,8 @@ func (e *Env) Counts() Counts {
 // variant, removed with the run's keys.
 func (e *Env) Sub(name string) string { return e.Namespace + "-" + name }
 
-// Close closes every client, removes the run's Redis keys, drops the run's
+// Close closes every client, removes the run's Redis keys (on a real
+// server; an embedded one is stopped with its keys), drops the run's
 // database (PostgreSQL) or file (SQLite) and stops embedded servers.
 func (e *Env) Close() error {
 	e.mu.Lock()
@@ -227,7 +229,11 @@ func (e *Env) Close() error {
 		_ = c.Close()
 	}
 	var errs []error
-	if e.admin != nil {
+	// On miniredis the keys go with the server, which a closer stops below:
+	// deleting them first would only cost time (miniredis answers a SCAN
+	// with every matching key at once, sorted, then takes one UNLINK per
+	// key under its global lock, and a demo leaves tens of thousands).
+	if e.admin != nil && !e.EmbeddedRedis {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := testcontainers.DeleteNamespace(ctx, e.admin, e.Namespace); err != nil {
 			errs = append(errs, fmt.Errorf("benchmarks: delete keys %s*: %w", e.Namespace, err))

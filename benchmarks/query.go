@@ -61,6 +61,16 @@ func QuickQueryParams() QueryParams {
 	return p
 }
 
+// EmbeddedQueryParams are QuickQueryParams scaled down for the embedded
+// backend, where miniredis (one gopher-lua VM per script) and SQLite share
+// the benchmark's CPU: a list read and a write still run hundreds of
+// times per variant.
+func EmbeddedQueryParams() QueryParams {
+	p := QuickQueryParams()
+	p.Categories, p.Rows, p.Checked, p.Duration = 100, 2000, 10, 1500*time.Millisecond
+	return p
+}
+
 // TestQueryParams are the smallest sizes, for tests.
 func TestQueryParams() QueryParams {
 	p := QuickQueryParams()

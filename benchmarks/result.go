@@ -50,6 +50,9 @@ type Result struct {
 	// machine left quiet. The commands set it; the tables, reports and JSON
 	// show it.
 	Busy int
+	// Elapsed is how long the scenario ran, set by the command that ran it
+	// (asidebench); the summary shows it. Not in the JSON.
+	Elapsed time.Duration
 }
 
 // Row is one variant's metrics.

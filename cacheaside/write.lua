@@ -35,7 +35,12 @@ for i = 1, #KEYS, 2 do
   local old = redis.call('GET', verKey)
   local n, at = 1, pos
   if old then
-    n = (tonumber(string.match(old, '#(%d+)')) or 0) + 1
+    -- The match goes through a local: on gopher-lua (miniredis) a failed
+    -- string.match returns no value at all, and tonumber() of nothing is
+    -- an error, where Redis' Lua passes nil (a version that version.lua or
+    -- lease.lua created has no "#").
+    local count = string.match(old, '#(%d+)')
+    n = (tonumber(count) or 0) + 1
     local was = string.match(old, '@(%x+)$')
     if was and (at == '' or was > at) then
       at = was

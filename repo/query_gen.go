@@ -134,11 +134,17 @@ func newToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 // twice (go-redis sends a command again when its first reply was lost,
 // though the first one ran) thus yields two generations, never the first
 // one again after another writer's bump replaced it, which would make the
-// pages filled under it before that writer's commit current again.
+// pages filled under it before that writer's commit current again. The
+// count's match goes through a local (here and in patchScript): on
+// gopher-lua (miniredis) a failed string.match returns no value, and
+// tonumber() of no value is an error where Redis' Lua passes nil.
 const bumpScript = `
 local cur = redis.call('GET', KEYS[1])
 local n = 0
-if cur then n = tonumber(string.match(cur, '^[^\n]*#(%d+)')) or 0 end
+if cur then
+	local count = string.match(cur, '^[^\n]*#(%d+)')
+	n = tonumber(count) or 0
+end
 redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (n + 1), 'PX', ARGV[2])
 return 1`
 
@@ -167,7 +173,10 @@ if cur and cur == ARGV[2] then
 	end
 end
 local n = 0
-if cur then n = tonumber(string.match(cur, '^[^\n]*#(%d+)')) or 0 end
+if cur then
+	local count = string.match(cur, '^[^\n]*#(%d+)')
+	n = tonumber(count) or 0
+end
 redis.call('SET', KEYS[1], ARGV[3] .. '#' .. (n + 1), 'PX', ARGV[4])
 return 0`
 

@@ -51,11 +51,15 @@ func (o *options) outageParams() benchmarks.OutageParams {
 	return p
 }
 
-// queryParams returns the query scenario's sizes for o: quick or
-// default, with -instances and -goroutines applied.
-func (o *options) queryParams() benchmarks.QueryParams {
+// queryParams returns the query scenario's sizes for o: quick (smaller
+// on the embedded backend) or default, with -instances and -goroutines
+// applied.
+func (o *options) queryParams(embedded bool) benchmarks.QueryParams {
 	p := benchmarks.DefaultQueryParams()
-	if o.quick {
+	switch {
+	case o.quick && embedded:
+		p = benchmarks.EmbeddedQueryParams()
+	case o.quick:
 		p = benchmarks.QuickQueryParams()
 	}
 	if o.instances > 0 {
@@ -98,10 +102,14 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int,
 	fmt.Fprintln(stdout)
 	var results []benchmarks.Result
 	start := time.Now()
-	for _, s := range scenarios {
+	for i, s := range scenarios {
+		// One line as each scenario starts, on any output (the bars only
+		// draw on a terminal): a run of minutes is never silent.
+		fmt.Fprintf(stderr, "asidebench: [%d/%d] %s ...\n", i+1, len(scenarios), s)
 		if prog != nil {
 			prog.begin()
 		}
+		t0 := time.Now()
 		res, err := runOne(ctx, env, o, p, s)
 		if prog != nil {
 			prog.end()
@@ -110,12 +118,16 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int,
 			fmt.Fprintf(stderr, "asidebench: %s: %v\n", s, err)
 			return 1
 		}
-		res.Busy = busy
+		res.Busy, res.Elapsed = busy, time.Since(t0)
 		results = append(results, res)
 		if err := benchmarks.WriteTable(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "asidebench:", err)
 			return 1
 		}
+	}
+	if err := benchmarks.WriteSummary(stdout, results); err != nil {
+		fmt.Fprintln(stderr, "asidebench:", err)
+		return 1
 	}
 	fmt.Fprintf(stdout, "asidebench: %d scenario(s) in %v\n", len(results), time.Since(start).Round(100*time.Millisecond))
 	if o.jsonFile != "" {
@@ -123,13 +135,16 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int,
 			fmt.Fprintln(stderr, "asidebench:", err)
 			return 1
 		}
+		fmt.Fprintf(stdout, "asidebench: results written to %s\n", o.jsonFile)
 	}
 	if o.outDir != "" {
 		if err := benchmarks.WriteReport(o.outDir, results, commandLine(args)); err != nil {
 			fmt.Fprintln(stderr, "asidebench: report:", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "asidebench: report written to %s\n", filepath.Join(o.outDir, "report.md"))
+		fmt.Fprintf(stdout, "asidebench: report and charts written to %s (report.md and its PNG charts)\n", o.outDir)
+	} else {
+		fmt.Fprintln(stdout, "asidebench: no report written (-out DIR writes report.md and its charts)")
 	}
 	return 0
 }
@@ -153,7 +168,7 @@ func runOne(ctx context.Context, env *benchmarks.Env, o options, p benchmarks.Pa
 	case "outage":
 		return benchmarks.RunOutage(ctx, env, o.outageParams())
 	case "query":
-		return benchmarks.RunQuery(ctx, env, o.queryParams())
+		return benchmarks.RunQuery(ctx, env, o.queryParams(env.Embedded()))
 	case "replica":
 		return benchmarks.RunReplica(ctx, env, o.replicaParams())
 	}
