@@ -53,8 +53,12 @@ func (e *Entity[T]) loadMany(ctx context.Context, items []item, load BatchLoader
 	}
 	returned := false
 	defer e.releaseUnlessReturned(ctx, items, &returned)
-	found, d, err := e.invokeMany(withRequiredItems(ctx, items), ids(items), load)
+	lctx, rq := withRequiredItems(ctx, items)
+	found, d, err := e.invokeMany(lctx, ids(items), load)
 	returned = true
+	for i := range items {
+		items[i].up = rq.upgrade(items[i].ver)
+	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.releaseLeases(ctx, items)
 		return nil, err
