@@ -75,17 +75,8 @@ type replica struct {
 // ReadStats counts where a repository's cache misses loaded from, in this
 // process. Without replicas every load is a PrimaryLoad.
 type ReadStats struct {
-	// RedirectedUnknown counts loads sent to the primary because the
-	// position they must see could not be read (see "Read replicas" in
-	// the package doc: Redis unreachable, the breaker or the recovery gate
-	// open, a version Redis may have lost, a write of unknown position).
-	RedirectedUnknown int64
-	// WritePositionErrors counts the writes whose commit position could
-	// not be read on the primary (see UnknownLSN), in this process: every
-	// repository's and Transaction's, whichever repository reports it.
-	WritePositionErrors int64
-	ReplicaLoads        int64 // loads served by a replica
-	PrimaryLoads        int64 // loads served by the primary
+	ReplicaLoads int64 // loads served by a replica
+	PrimaryLoads int64 // loads served by the primary
 	// RedirectedLag counts loads sent to the primary because the replica
 	// had not replayed a write they must see.
 	RedirectedLag int64
@@ -99,6 +90,15 @@ type ReadStats struct {
 	// needed and the replica's replay position, at the last redirect for
 	// lag.
 	LagBytes int64
+	// RedirectedUnknown counts loads sent to the primary because the
+	// position they must see could not be read (see "Read replicas" in
+	// the package doc: Redis unreachable, the breaker or the recovery gate
+	// open, a version Redis may have lost, a write of unknown position).
+	RedirectedUnknown int64
+	// WritePositionErrors counts the writes whose commit position could
+	// not be read on the primary (see UnknownLSN), in this process: every
+	// repository's and Transaction's, whichever repository reports it.
+	WritePositionErrors int64
 }
 
 // reads routes a repository's loads; nil without replicas.
@@ -111,6 +111,9 @@ type reads struct {
 	// ignoreLSN loads every miss from the replica (tests only: shows the
 	// stale fill the check prevents).
 	ignoreLSN bool
+	// ignoreUnknown takes a position that could not be read for 0 (tests
+	// only: shows the stale fill that loading from the primary prevents).
+	ignoreUnknown bool
 
 	replicaLoads, primaryLoads, lag, unavailable, unknown, replicaErrs, lagBytes atomic.Int64
 }
@@ -174,6 +177,9 @@ func required(ctx context.Context) uint64 {
 // when not, it counts the redirect.
 func (rd *reads) admit(ctx context.Context, p *replica, need uint64) bool {
 	if rd.ignoreLSN || testswitch.ReplicaLSNOff.Load() {
+		need = 0
+	}
+	if need == UnknownLSN && rd.ignoreUnknown {
 		need = 0
 	}
 	if need == UnknownLSN {

@@ -4,3 +4,8 @@ package repo
 // behind (tests only: shows the stale fill the check prevents). Call it
 // before r is used.
 func IgnoreReplicaLSN[T any, ID comparable](r *Repository[T, ID]) { r.c.reads.ignoreLSN = true }
+
+// IgnoreUnknownLSN makes r take a position it could not read for 0, and
+// load from its replica (tests only: shows the stale fill that loading
+// from the primary prevents). Call it before r is used.
+func IgnoreUnknownLSN[T any, ID comparable](r *Repository[T, ID]) { r.c.reads.ignoreUnknown = true }
