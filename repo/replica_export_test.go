@@ -9,3 +9,17 @@ func IgnoreReplicaLSN[T any, ID comparable](r *Repository[T, ID]) { r.c.reads.ig
 // load from its replica (tests only: shows the stale fill that loading
 // from the primary prevents). Call it before r is used.
 func IgnoreUnknownLSN[T any, ID comparable](r *Repository[T, ID]) { r.c.reads.ignoreUnknown = true }
+
+// EntryKey returns the Redis key of id's cached entry in r (tests only: a
+// test deletes it to make a miss that keeps the id's version).
+func EntryKey[T any, ID comparable](r *Repository[T, ID], id ID) string {
+	k, err := r.c.idKey(id)
+	if err != nil {
+		panic(err)
+	}
+	key, err := r.c.ent.Key(k)
+	if err != nil {
+		panic(err)
+	}
+	return key
+}

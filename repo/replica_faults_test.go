@@ -198,6 +198,20 @@ func TestReplica_redisFaults(t *testing.T) {
 				if !allAre(during, "Bea") || !allAre(after, "Bea") {
 					t.Fatalf("reads during the fault %v, after the replay resumed %v; want Bea everywhere; stats %+v, %+v", during, after, sa, sb)
 				}
+				if fault == "restart" {
+					// The first load after the restart, on the primary, recorded
+					// the primary's position in the version: once the replica
+					// has replayed it, a miss of the id loads there again.
+					if err := e.rdbs[0].Del(ctx, repo.EntryKey(e.a, id)).Err(); err != nil {
+						t.Fatal(err)
+					}
+					if got, err := e.b.Get(ctx, id); err != nil || got.Name != "Bea" {
+						t.Fatalf("read after the entry was dropped: %+v, %v", got, err)
+					}
+					if s := e.b.ReadStats(); s.ReplicaLoads != sb.ReplicaLoads+1 {
+						t.Fatalf("stats %+v then %+v: want the miss on the replica (the version records the primary's position)", sb, s)
+					}
+				}
 				// Cut: both processes load, without the cache. Restart: the
 				// first read's fill serves the other process's reads.
 				if sa.RedirectedUnknown == 0 || (fault == "cut" && sb.RedirectedUnknown == 0) {
