@@ -43,6 +43,21 @@ import (
 // ReadStats). A replica that is down, failed a load, was promoted or
 // reports no replay position is skipped until a later reading says it
 // is a replica again; its loads go to the primary, never an error.
+//
+// A position that could not be read is never taken for 0: the load goes
+// to the primary (counted as RedirectedUnknown). cacheaside.RequiredLSN
+// says UnknownLSN when the load runs without the cache (Redis failed, the
+// breaker or the recovery gate is open, the id's invalidation is still
+// pending), when the id's version was created by a miss (it may stand for
+// one Redis lost, with the position of a write the load must see: a
+// restart, a failover, an eviction), and when a write recorded
+// UnknownLSN. A version created by a miss is not "never written": Redis
+// cannot tell. So such a load reads the primary's position after it and
+// hands it to cacheaside (LSNRecorder), whose fill stores it in the
+// version: the next misses of the id may use a replica again once it has
+// replayed that position. The cost is the first miss of an id whose
+// version Redis does not hold (never read, idle longer than the version
+// lives, or lost) on the primary, plus one query there for the position.
 
 // DefaultReplicaPoll is the default Options.ReplicaPoll.
 const DefaultReplicaPoll = 20 * time.Millisecond
