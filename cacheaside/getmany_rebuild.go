@@ -3,6 +3,7 @@ package cacheaside
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // rebuildMany is GetMany's miss: the rebuild Get does (see rebuildClaims)
@@ -56,8 +57,12 @@ func (e *Entity[T]) loadMany(ctx context.Context, items []item, load BatchLoader
 	lctx, rq := withRequiredItems(ctx, items)
 	found, d, err := e.invokeMany(lctx, ids(items), load)
 	returned = true
-	for i := range items {
-		items[i].up = rq.upgrade(items[i].ver)
+	if rq.seen.Load() != 0 {
+		// A copy: the lease keeper reads items until the values are stored.
+		items = slices.Clone(items)
+		for i := range items {
+			items[i].up = rq.upgrade(items[i].ver)
+		}
 	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.releaseLeases(ctx, items)
