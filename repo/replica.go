@@ -440,8 +440,12 @@ func writeLSN(ctx context.Context, db *gorm.DB) uint64 {
 	if err != nil {
 		writePosErrors.Add(1)
 		kind, ok := sqlstate.Of(err)
-		if !ok {
-			kind = fmt.Sprintf("%T", errors.Unwrap(err))
+		if !ok { // the kind of error under read's wrapping
+			under := err
+			if u := errors.Unwrap(err); u != nil {
+				under = u
+			}
+			kind = fmt.Sprintf("%T", under)
 		}
 		if _, seen := writePosLogged.LoadOrStore(kind, true); !seen {
 			slog.Error("asidekit: the position of a commit could not be read on the primary; loads of the rows it wrote go to the primary (logged once per kind of error)",
