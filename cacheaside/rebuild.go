@@ -397,6 +397,10 @@ func (e *Entity[T]) finish(ctx context.Context, r request[T], v T, d time.Durati
 // changed. It runs on a detached context: the load is done, and the lease
 // must be released even if the caller has gone.
 func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.Duration) outcome {
+	if e.settling() { // see settle.go: the load may be older than a write whose invalidation waits
+		e.releaseLeases(ctx, []item{it})
+		return validLeader
+	}
 	entry, px, err := e.makeEntry(v, found, d)
 	if err != nil {
 		e.ctr.inc(EventCacheError)
@@ -405,12 +409,13 @@ func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	call := e.fillCall(it, entry, px)
+	marker, epoch := e.c.settle.markerArgs(wctx)
+	call := e.fillCall(it, entry, px, marker, epoch)
 	n, err := call.Script.Run(wctx, e.c.client, call.Keys, call.Args...).Int()
 	if e.redisResult(wctx, err) != nil {
 		return validLeader
 	}
-	if !e.filled(it.key, n) {
+	if !e.filled(wctx, &call, n) {
 		return validLeader
 	}
 	return validMarked

@@ -139,6 +139,11 @@ type Stats struct {
 	// counted in InvalidationsDeferred when first queued). Always 0 with
 	// ReplicaAcks off.
 	ReplicaAckShortfalls uint64
+	// Settled counts the misses loaded uncached, the loads' stores
+	// skipped (or refused by a changed epoch marker) and the refreshes
+	// and write-through stores skipped because the Cache was in its
+	// settle window (see Options.SettleWindow).
+	Settled uint64
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -160,6 +165,9 @@ type counters struct {
 	// shortfalls counts replica acknowledgement shortfalls; not an Event
 	// (yet), so that Observers see no new event kind.
 	shortfalls atomic.Uint64
+	// settled counts what the settle window changed (Stats.Settled); not
+	// an Event either.
+	settled atomic.Uint64
 }
 
 func (c *counters) inc(ev Event) {
@@ -190,5 +198,6 @@ func (c *counters) snapshot() Stats {
 		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
 		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
 		LeasesLost: g(EventLeaseLost), ReplicaAckShortfalls: c.shortfalls.Load(),
+		Settled: c.settled.Load(),
 	}
 }
