@@ -77,10 +77,10 @@ type Options struct {
 	// misses load from the source of truth uncached, hits are served. It
 	// covers the retries of other processes' invalidations that failed
 	// with Redis (see settle.go), so it must cover their BreakerCooldown
-	// too. Default BreakerCooldown + 4 s (5 s with the default cooldown);
-	// negative: off (a service whose writes all reach the cache through
-	// repo/cdc, whose recovery gate covers the same writes, may turn it
-	// off).
+	// too. A Cache with a recovery gate (AddRecoveryGate: repo/cdc's
+	// Invalidator runs) does not settle: the gate covers the same writes.
+	// Default BreakerCooldown + 4 s (5 s with the default cooldown);
+	// negative: off.
 	SettleWindow time.Duration
 }
 
@@ -111,7 +111,8 @@ type Cache struct {
 	rec          recovery // recovery gates; see RecoveryGate
 	settle       settle   // settle window and epoch marker; see Options.SettleWindow
 	localMode    LocalInvalidation
-	acks         acks // Options.ReplicaAcks; zero = off
+	acks         acks           // Options.ReplicaAcks; zero = off
+	nodeOpt      *redis.Options // a *redis.Client's options, copied by New (see startNode)
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -171,6 +172,10 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		o.SettleWindow = o.BreakerCooldown + settleExtra
 	}
 	c.settle.init(c, client, o.SettleWindow)
+	if cl, ok := client.(*redis.Client); ok {
+		opt := *cl.Options()
+		c.nodeOpt = &opt
+	}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c

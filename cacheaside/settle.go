@@ -87,10 +87,13 @@ func (s *settle) init(c *Cache, client redis.UniversalClient, window time.Durati
 }
 
 // active reports whether the Cache settles now: its fills are not
-// stored. One atomic load while no window ever began.
+// stored. One atomic load while no window ever began. A Cache with a
+// recovery gate never settles: the gate (repo/cdc's catch-up) holds its
+// reads until the writes made during the outage are applied, and the
+// invalidator applies those made since.
 func (s *settle) active() bool {
 	u := s.until.Load()
-	return u != 0 && int64(time.Since(s.start)) < u && !testswitch.SettleOff.Load()
+	return u != 0 && int64(time.Since(s.start)) < u && s.c.rec.ngates.Load() == 0 && !testswitch.SettleOff.Load()
 }
 
 // extend makes the Cache settle for the window from now.
