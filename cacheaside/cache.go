@@ -184,7 +184,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	c.br.Recovered = func() {
 		// Redis answers again: other processes' failed invalidations may
 		// still wait for their retries (see settle.go).
-		c.settle.extend()
+		c.settle.recovered()
 		c.retry.wake()
 	}
 	c.settle.learnAsync()

@@ -141,6 +141,29 @@ func (s *settle) learnAsync() {
 	})
 }
 
+// recovered is called when Redis answers again after failures: it reads
+// the marker in the background, so that a Redis that came back empty is
+// found (and a new marker written) now, while the Cache settles anyway,
+// not by the first fill after the window, which would start another.
+func (s *settle) recovered() {
+	s.extend()
+	if s.marker == "" {
+		return
+	}
+	old := s.epoch.Load()
+	if old == nil {
+		return // not learnt yet: the first fill learns it
+	}
+	s.c.goBackground(func() {
+		ctx, cancel := context.WithTimeout(s.c.base, s.c.writeTimeout)
+		defer cancel()
+		if ep, ok := s.relearn(ctx, old); ok && ep != *old {
+			s.lost.Add(1)
+			s.extend()
+		}
+	})
+}
+
 // relearn reads the marker, writing a new one when it is missing, and
 // keeps its value. old is the value a fill found outdated (nil when none
 // was known): a concurrent learner that replaced it already is trusted.
