@@ -126,6 +126,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 		return out, err
 	}
 	if e.settling() { // see settle.go: load, uncached
+		e.ctr.inc(EventBypass)
 		return e.loadManyDirect(ctx, miss, load, out)
 	}
 	return e.rebuildMany(ctx, miss, stales, load, out)
@@ -193,6 +194,9 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	var release []item // nothing to store
 	defer func() { e.releaseLeases(ctx, release) }()
 	if e.settling() { // see settle.go
+		for range items {
+			e.ctr.inc(EventRejectedSet)
+		}
 		release = items
 		return
 	}

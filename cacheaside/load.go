@@ -55,6 +55,7 @@ func (e *Entity[T]) filled(ctx context.Context, call *script.Call, n int) bool {
 	}
 	if n&fillEpoch != 0 {
 		e.ctr.settled.Add(1)
+		e.ctr.inc(EventRejectedSet)
 		e.c.settle.changed(ctx, call.Args[7].(string))
 		return false
 	}

@@ -81,6 +81,7 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 		if e.settling() {
 			// A load now may be older than a write whose invalidation
 			// waits for its retry (see settle.go): load, uncached.
+			e.ctr.inc(EventBypass)
 			return e.failOpen(ctx, r)
 		}
 		v, retry, err := e.miss(ctx, r)

@@ -37,7 +37,8 @@ const (
 	// per id still missing then).
 	EventLockTimeout
 	// EventRejectedSet: a store after a load was refused because the id
-	// was invalidated (or Set) after the load began.
+	// was invalidated (or Set) after the load began, or skipped in the
+	// settle window (Options.SettleWindow).
 	EventRejectedSet
 	// EventDecodeError: a corrupt or foreign entry was found and deleted.
 	EventDecodeError
@@ -45,7 +46,9 @@ const (
 	EventCacheError
 	// EventOverloaded: a caller got ErrOverloaded.
 	EventOverloaded
-	// EventBypass: Redis was skipped because the breaker is open.
+	// EventBypass: Redis was skipped because the breaker is open (or a
+	// recovery gate or a pending invalidation holds the read, or a miss
+	// loaded uncached in the settle window).
 	EventBypass
 	// EventInvalidationDeferred: an invalidation failed and was queued for
 	// background retry.
