@@ -51,14 +51,23 @@ import (
 // measured from the reader's own observation that Redis answers, which is
 // never before Redis answers.
 //
-// What it cannot cover: a writer that alone lost Redis (a partition of
-// one process) while the others kept reading the old entry. That window
-// lasts as long as the writer cannot reach Redis, plus its retry; the
+// What it cannot cover: an entry that Redis kept through the failure and
+// that a write made meanwhile must remove, above all when the writer
+// alone lost Redis (a partition of one process) while the others kept
+// reading the old entry: hits serve it until the writer's retry. That
+// window lasts as long as the writer cannot reach Redis, plus its retry
+// (when every process lost Redis and it kept its data, the retry lands
+// within the settle window, but hits are served meanwhile: bypassing them
+// too would send every read to the database for the whole window). The
 // writes concerned are counted (Stats.InvalidationsDeferred), and
-// repo/cdc (invalidations from the WAL) or repo.Options.AfterCommitErrors
-// (the write reports it) close it. On a Redis Cluster there is no marker
-// (a script reaches one hash slot); there only the processes that saw the
-// node fail settle.
+// repo/cdc (its recovery gate holds every read until the writes made
+// during the outage are applied) or repo.Options.AfterCommitErrors (the
+// write reports it) close it. A Cache with a recovery gate does not
+// settle: the gate covers the same writes. On a Redis Cluster there is no
+// marker (a script reaches one hash slot); there only the processes that
+// saw the node fail settle. And a Cache that learns the marker only after
+// Redis lost its data (made while the other processes' retries are
+// pending) cannot tell; it learns it in the background when it is made.
 
 // Extra time of the default settle window beyond BreakerCooldown: the
 // retrier's longest pause (retryMax), one try (retryTimeout), and a Kit's
