@@ -78,12 +78,6 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 		// A caller that joined a shared load too late to be covered by its
 		// validation starts over; the last attempt loads on its own.
 		r := request[T]{item: item{id: id, key: key}, load: load, stale: vw.stale(), share: attempt < maxJoinAttempts}
-		if e.settling() {
-			// A load now may be older than a write whose invalidation
-			// waits for its retry (see settle.go): load, uncached.
-			e.ctr.inc(EventBypass)
-			return e.failOpen(ctx, r)
-		}
 		v, retry, err := e.miss(ctx, r)
 		if errors.Is(err, errFailOpen) {
 			return e.failOpen(ctx, r)

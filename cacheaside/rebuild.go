@@ -43,7 +43,8 @@ type stale[T any] struct {
 
 // miss handles a cache miss: the filter, then the strategy. retry reports
 // that the caller joined a shared load whose result it may not use; an
-// error matching errFailOpen, that Redis failed before the load began.
+// error matching errFailOpen, that Redis failed before the load began (or
+// that the Cache settles: the load must not be stored).
 func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, err error) {
 	var zero T
 	if e.p.Filter != nil {
@@ -57,6 +58,12 @@ func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, er
 			e.ctr.inc(EventFiltered)
 			return zero, false, ErrNotFound
 		}
+	}
+	if e.settling() {
+		// A load now may be older than a write whose invalidation waits
+		// for its retry (see settle.go): load, uncached.
+		e.ctr.inc(EventBypass)
+		return zero, false, errFailOpen
 	}
 	if !e.p.Strategy.shares() || !r.share {
 		r.mark = noMark
