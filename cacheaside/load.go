@@ -87,7 +87,7 @@ const maxAnnounced = 4 << 10
 // marker whose value marker is, see settle.go), releasing its lease and
 // waking the waiters when it holds one (with the entry itself when it is
 // small). Its first key is it.key; pass its reply to filled.
-func (e *Entity[T]) fillCall(it item, entry []byte, px int64, marker, epoch string) script.Call {
+func (e *Entity[T]) fillCall(it item, entry []byte, px int64, marker string, epoch any) script.Call {
 	channel, announce := "", "0"
 	if it.token != "" {
 		channel = e.c.channel
@@ -95,8 +95,8 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64, marker, epoch stri
 			announce = "1"
 		}
 	}
-	keys := []string{it.key, it.key + ":ver", it.key + ":lock"}
-	args := []any{it.ver, entry, px, e.verPX, it.token, channel, announce}
+	keys := append(make([]string, 0, 4), it.key, it.key+":ver", it.key+":lock")
+	args := append(make([]any, 0, 8), it.ver, entry, px, e.verPX, it.token, channel, announce)
 	if marker != "" {
 		keys = append(keys, marker)
 		args = append(args, epoch)

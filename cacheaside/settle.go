@@ -83,6 +83,7 @@ type settle struct {
 
 	marker string                 // the epoch marker's key, "" on a Cluster or with the window off
 	epoch  atomic.Pointer[string] // the marker's value this Cache knows; nil until learnt
+	arg    atomic.Pointer[any]    // *epoch as a script argument, boxed once
 	learn  sync.Mutex             // one learner at a time
 	lost   atomic.Uint64          // times the marker was found changed or missing
 }
@@ -119,20 +120,22 @@ func (s *settle) extend() {
 	}
 }
 
-// markerArgs returns the marker key and the value this Cache knows, for a
-// fill to check; "", "" for no check (no marker, or Redis did not answer
-// the learning call: then the Cache settles anyway).
-func (s *settle) markerArgs(ctx context.Context) (key, epoch string) {
+// markerArgs returns the marker key and the value this Cache knows (a
+// string), for a fill to check; "", nil for no check (no marker, or Redis
+// did not answer the learning call: then the Cache settles anyway).
+func (s *settle) markerArgs(ctx context.Context) (key string, epoch any) {
 	if s.marker == "" || testswitch.SettleOff.Load() {
-		return "", ""
+		return "", nil
 	}
-	if p := s.epoch.Load(); p != nil {
+	if p := s.arg.Load(); p != nil {
 		return s.marker, *p
 	}
-	if ep, ok := s.relearn(ctx, nil); ok {
-		return s.marker, ep
+	if _, ok := s.relearn(ctx, nil); ok {
+		if p := s.arg.Load(); p != nil {
+			return s.marker, *p
+		}
 	}
-	return "", ""
+	return "", nil
 }
 
 // learnAsync learns the marker's value in the background, so that a
@@ -194,6 +197,8 @@ func (s *settle) relearn(ctx context.Context, old *string) (string, bool) {
 		return "", false
 	}
 	ep := get.Val()
+	var arg any = ep
+	s.arg.Store(&arg)
 	s.epoch.Store(&ep)
 	return ep, true
 }
