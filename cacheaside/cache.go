@@ -174,6 +174,10 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	c.settle.init(c, client, o.SettleWindow)
 	if cl, ok := client.(*redis.Client); ok {
 		opt := *cl.Options()
+		if m := opt.MaintNotificationsConfig; m != nil { // updated by the client's first connection
+			mc := *m
+			opt.MaintNotificationsConfig = &mc
+		}
 		c.nodeOpt = &opt
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
