@@ -86,6 +86,10 @@ type settle struct {
 	arg    atomic.Pointer[any]    // *epoch as a script argument, boxed once
 	learn  sync.Mutex             // one learner at a time
 	lost   atomic.Uint64          // times the marker was found changed or missing
+
+	// learnt is closed when the learning that New starts ended (nil when
+	// none started), for tests that count a client's commands.
+	learnt chan struct{}
 }
 
 // init sets the window (already defaulted) and the marker for client.
@@ -146,11 +150,15 @@ func (s *settle) learnAsync() {
 	if s.marker == "" {
 		return
 	}
-	s.c.goBackground(func() {
+	s.learnt = make(chan struct{})
+	if !s.c.goBackground(func() {
+		defer close(s.learnt)
 		ctx, cancel := context.WithTimeout(s.c.base, s.c.writeTimeout)
 		defer cancel()
 		s.markerArgs(ctx)
-	})
+	}) {
+		close(s.learnt)
+	}
 }
 
 // recovered is called when Redis answers again after failures: it reads
