@@ -132,6 +132,14 @@ func TestKit_guard_recoversAtOnce(t *testing.T) {
 			t.Fatalf("the invalidation still pending 5 s after Redis came back")
 		}
 		check("after the invalidation")
+		// Reads fill the cache again once the settle window that the cut
+		// began has passed (cacheaside.Options.SettleWindow).
+		for settled := time.Now().Add(time.Minute); kit.Cache().Settling(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(settled) {
+				t.Fatal("still settling a minute after Redis came back")
+			}
+		}
+		check("filling the cache")
 		before := e.Stats().Hits
 		check("from Redis")
 		if e.Stats().Hits == before {

@@ -70,6 +70,18 @@ type Options struct {
 	// 100 ms (DefaultReplicaAckTimeout); negative is an error; ignored
 	// when ReplicaAcks is 0.
 	ReplicaAckTimeout time.Duration
+
+	// SettleWindow is how long, after this Cache saw Redis fail (and
+	// again from the first call Redis answered after failures), or found
+	// that Redis lost its data, the Cache stores no load's result: its
+	// misses load from the source of truth uncached, hits are served. It
+	// covers the retries of other processes' invalidations that failed
+	// with Redis (see settle.go), so it must cover their BreakerCooldown
+	// too. A Cache with a recovery gate (AddRecoveryGate: repo/cdc's
+	// Invalidator runs) does not settle: the gate covers the same writes.
+	// Default BreakerCooldown + 4 s (5 s with the default cooldown);
+	// negative: off.
+	SettleWindow time.Duration
 }
 
 // Defaults of Options fields.
@@ -97,8 +109,10 @@ type Cache struct {
 	hub          hub
 	retry        retrier
 	rec          recovery // recovery gates; see RecoveryGate
+	settle       settle   // settle window and epoch marker; see Options.SettleWindow
 	localMode    LocalInvalidation
-	acks         acks // Options.ReplicaAcks; zero = off
+	acks         acks           // Options.ReplicaAcks; zero = off
+	nodeOpt      *redis.Options // a *redis.Client's options, copied by New (see startNode)
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -154,12 +168,30 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		localMode:    o.LocalInvalidation,
 	}
 	c.br = breaker.Breaker{Threshold: int64(o.BreakerThreshold), Cooldown: o.BreakerCooldown}
+	if o.SettleWindow == 0 {
+		o.SettleWindow = o.BreakerCooldown + settleExtra
+	}
+	c.settle.init(c, client, o.SettleWindow)
+	if cl, ok := client.(*redis.Client); ok {
+		opt := *cl.Options()
+		if m := opt.MaintNotificationsConfig; m != nil { // updated by the client's first connection
+			mc := *m
+			opt.MaintNotificationsConfig = &mc
+		}
+		c.nodeOpt = &opt
+	}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c
 	c.rec.c = c
 	c.retry.poke = make(chan struct{}, 1)
-	c.br.Recovered = c.retry.wake
+	c.br.Recovered = func() {
+		// Redis answers again: other processes' failed invalidations may
+		// still wait for their retries (see settle.go).
+		c.settle.recovered()
+		c.retry.wake()
+	}
+	c.settle.learnAsync()
 	return c, nil
 }
 
@@ -218,6 +250,7 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 	}
 	c.br.Failure()
 	c.rec.failed()
+	c.settle.extend()
 	return true, nil
 }
 

@@ -152,4 +152,16 @@
 // released, as it is when a loader calls runtime.Goexit. A loader error with a stale value still within Policy.Grace
 // serves the stale value. Failed invalidations are retried in the
 // background until they succeed or the Cache is closed.
+//
+// Until a failed invalidation is retried, a load in another process that
+// read the row before the write can store the old row: its version check
+// passes (after Redis restarted empty there is not even a version to
+// check). So a Cache that saw Redis fail, or whose fill finds that Redis
+// lost its data (an epoch marker key that the fill script checks, single
+// node only), settles for Options.SettleWindow: its misses load uncached
+// and no load stores its result, until every writer's retry could have
+// landed. A writer that alone lost Redis (a partition) while the others
+// kept the old entry is not covered: that window lasts the writer's cut
+// plus its retry (counted in Stats.InvalidationsDeferred); repo/cdc closes
+// it.
 package cacheaside

@@ -4,6 +4,7 @@
 -- KEYS[1]  entry key        ns:{name:id}
 -- KEYS[2]  version key      ns:{name:id}:ver
 -- KEYS[3]  lease key        ns:{name:id}:lock
+-- KEYS[4]  optional: the epoch marker  ns:epoch (single node only)
 -- ARGV[1]  version token read before the load
 -- ARGV[2]  entry (header + payload)
 -- ARGV[3]  entry TTL, ms
@@ -14,6 +15,9 @@
 -- ARGV[8]  the version to store with the entry, or "" to keep ARGV[1]
 --          (a version created by a miss, given the position the load
 --          saw: lsn.go)
+-- ARGV[9]  with KEYS[4]: the marker's value the caller knows; the entry
+--          is not stored when the marker holds another (or none: Redis
+--          lost its data)
 --
 -- The announcement is KEYS[1], or, when the entry was stored and ARGV[7]
 -- is "1", KEYS[1] .. "\n" .. ARGV[5] .. "\n" .. ARGV[2]: a waiter that saw
@@ -21,9 +25,13 @@
 --
 -- Returns 1 when stored, 0 when refused (the version changed), plus 2
 -- when ARGV[5] is a lease token that no longer holds the lease (it lapsed:
--- another caller may have loaded the id too).
+-- another caller may have loaded the id too), plus 4 when refused because
+-- the marker changed.
 local stored = 0
-if redis.call('GET', KEYS[2]) == ARGV[1] then
+local epoch = 0
+if KEYS[4] and redis.call('GET', KEYS[4]) ~= ARGV[9] then
+  epoch = 4
+elseif redis.call('GET', KEYS[2]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   if ARGV[8] and ARGV[8] ~= '' then
     redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[4])
@@ -47,4 +55,4 @@ if ARGV[6] ~= '' then
     redis.call('PUBLISH', ARGV[6], KEYS[1])
   end
 end
-return stored + lost
+return stored + lost + epoch

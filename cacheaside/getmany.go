@@ -125,6 +125,10 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if err != nil || len(miss) == 0 {
 		return out, err
 	}
+	if e.settling() { // see settle.go: load, uncached
+		e.ctr.inc(EventBypass)
+		return e.loadManyDirect(ctx, miss, load, out)
+	}
 	return e.rebuildMany(ctx, miss, stales, load, out)
 }
 
@@ -189,12 +193,22 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	calls := make([]script.Call, 0, len(items))
 	var release []item // nothing to store
 	defer func() { e.releaseLeases(ctx, release) }()
+	if e.settling() { // see settle.go
+		for range items {
+			e.ctr.inc(EventRejectedSet)
+		}
+		release = items
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
+	defer cancel()
+	marker, epoch := e.c.settle.markerArgs(wctx)
 	for _, it := range items {
 		v, ok := found[it.id]
 		if ok || e.p.NullTTL > 0 {
 			entry, px, err := e.makeEntry(v, ok, d)
 			if err == nil {
-				calls = append(calls, e.fillCall(it, entry, px))
+				calls = append(calls, e.fillCall(it, entry, px, marker, epoch))
 				continue
 			}
 			e.ctr.inc(EventCacheError)
@@ -204,12 +218,10 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	if len(calls) == 0 {
 		return
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
-	defer cancel()
 	e.note(wctx, script.RunMany(wctx, e.c.client, calls))
 	for i := range calls {
 		if n, err := calls[i].Cmd.Int(); err == nil {
-			e.filled(calls[i].Keys[0], n)
+			e.filled(wctx, &calls[i], n)
 		}
 	}
 }

@@ -44,13 +44,22 @@ func (e *Entity[T]) decodeFresh(ctx context.Context, key string, entry []byte) (
 const (
 	fillStored    = 1 // the entry was stored (else refused: the version changed)
 	fillLeaseLost = 2 // the caller's lease was no longer its own
+	fillEpoch     = 4 // refused: the epoch marker changed (see settle.go)
 )
 
-// filled counts the reply n of a fill.lua call for the entry key (a
-// refused store, a lost lease) and reports whether the entry was stored.
-func (e *Entity[T]) filled(key string, n int) bool {
+// filled counts the reply n of call, a fill.lua call (see fillCall): a
+// refused store, a lost lease, a changed epoch marker (the Cache then
+// settles). It reports whether the entry was stored.
+func (e *Entity[T]) filled(ctx context.Context, call *script.Call, n int) bool {
+	key := call.Keys[0]
 	if n&fillLeaseLost != 0 {
 		e.leaseLost(key)
+	}
+	if n&fillEpoch != 0 {
+		e.ctr.settled.Add(1)
+		e.ctr.inc(EventRejectedSet)
+		e.c.settle.changed(ctx, call.Args[7].(string))
+		return false
 	}
 	if n&fillStored == 0 {
 		e.ctr.inc(EventRejectedSet)
@@ -76,10 +85,11 @@ var leaseLostHook atomic.Pointer[func(key string)]
 const maxAnnounced = 4 << 10
 
 // fillCall is the fill.lua call that stores entry (Redis TTL px ms) for
-// it: version-checked, releasing its lease and waking the waiters when it
-// holds one (with the entry itself when it is small). Its first key is
-// it.key; pass its reply to filled.
-func (e *Entity[T]) fillCall(it item, entry []byte, px int64) script.Call {
+// it: version-checked (and, on a single node, checked against the epoch
+// marker whose value marker is, see settle.go), releasing its lease and
+// waking the waiters when it holds one (with the entry itself when it is
+// small). Its first key is it.key; pass its reply to filled.
+func (e *Entity[T]) fillCall(it item, entry []byte, px int64, marker string, epoch any) script.Call {
 	channel, announce := "", "0"
 	if it.token != "" {
 		channel = e.c.channel
@@ -87,11 +97,23 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64) script.Call {
 			announce = "1"
 		}
 	}
-	return script.Call{
-		Script: fillScript,
-		Keys:   []string{it.key, it.key + ":ver", it.key + ":lock"},
-		Args:   []any{it.ver, entry, px, e.verPX, it.token, channel, announce, it.up},
+	keys := append(make([]string, 0, 4), it.key, it.key+":ver", it.key+":lock")
+	args := append(make([]any, 0, 9), it.ver, entry, px, e.verPX, it.token, channel, announce, it.up)
+	if marker != "" {
+		keys = append(keys, marker)
+		args = append(args, epoch)
 	}
+	return script.Call{Script: fillScript, Keys: keys, Args: args}
+}
+
+// settling reports whether the Cache settles (see settle.go), counting
+// one read or store of e that it changed.
+func (e *Entity[T]) settling() bool {
+	if !e.c.settle.active() {
+		return false
+	}
+	e.ctr.settled.Add(1)
+	return true
 }
 
 // releaseLeases gives up the leases of items (those without a lease are

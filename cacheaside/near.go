@@ -87,7 +87,7 @@ func (c *Cache) nearFeed() (*near, error) {
 	switch cl := c.client.(type) {
 	case *redis.Client:
 		n.down = 1
-		start = func() { n.startNode(cl) }
+		start = func() { n.startNode(cl, c.nodeOpt) }
 	case *redis.ClusterClient:
 		n.down = 1
 		start = func() { n.startCluster(cl) }

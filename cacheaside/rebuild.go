@@ -43,7 +43,8 @@ type stale[T any] struct {
 
 // miss handles a cache miss: the filter, then the strategy. retry reports
 // that the caller joined a shared load whose result it may not use; an
-// error matching errFailOpen, that Redis failed before the load began.
+// error matching errFailOpen, that Redis failed before the load began (or
+// that the Cache settles: the load must not be stored).
 func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, err error) {
 	var zero T
 	if e.p.Filter != nil {
@@ -57,6 +58,12 @@ func (e *Entity[T]) miss(ctx context.Context, r request[T]) (v T, retry bool, er
 			e.ctr.inc(EventFiltered)
 			return zero, false, ErrNotFound
 		}
+	}
+	if e.settling() {
+		// A load now may be older than a write whose invalidation waits
+		// for its retry (see settle.go): load, uncached.
+		e.ctr.inc(EventBypass)
+		return zero, false, errFailOpen
 	}
 	if !e.p.Strategy.shares() || !r.share {
 		r.mark = noMark
@@ -399,6 +406,11 @@ func (e *Entity[T]) finish(ctx context.Context, r request[T], v T, d time.Durati
 // changed. It runs on a detached context: the load is done, and the lease
 // must be released even if the caller has gone.
 func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.Duration) outcome {
+	if e.settling() { // see settle.go: the load may be older than a write whose invalidation waits
+		e.ctr.inc(EventRejectedSet)
+		e.releaseLeases(ctx, []item{it})
+		return validLeader
+	}
 	entry, px, err := e.makeEntry(v, found, d)
 	if err != nil {
 		e.ctr.inc(EventCacheError)
@@ -407,12 +419,13 @@ func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.writeTimeout)
 	defer cancel()
-	call := e.fillCall(it, entry, px)
+	marker, epoch := e.c.settle.markerArgs(wctx)
+	call := e.fillCall(it, entry, px, marker, epoch)
 	n, err := call.Script.Run(wctx, e.c.client, call.Keys, call.Args...).Int()
 	if e.redisResult(wctx, err) != nil {
 		return validLeader
 	}
-	if !e.filled(it.key, n) {
+	if !e.filled(wctx, &call, n) {
 		return validLeader
 	}
 	return validMarked

@@ -49,7 +49,8 @@ const (
 type recovery struct {
 	c *Cache
 
-	closed atomic.Bool // reads bypass the cache; read without mu
+	closed atomic.Bool  // reads bypass the cache; read without mu
+	ngates atomic.Int32 // len(gates), read without mu (see settle.active)
 
 	mu      sync.Mutex
 	gates   map[int]RecoveryGate // guarded by mu
@@ -76,11 +77,13 @@ func (c *Cache) AddRecoveryGate(gate RecoveryGate) (remove func()) {
 	k := r.next
 	r.next++
 	r.gates[k] = gate
+	r.ngates.Store(int32(len(r.gates)))
 	r.closeLocked()
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
 		delete(r.gates, k)
+		r.ngates.Store(int32(len(r.gates)))
 		r.epoch++ // a loop in progress starts over without this gate
 		if r.stop != nil {
 			r.stop()

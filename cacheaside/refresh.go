@@ -14,6 +14,9 @@ import (
 // meanwhile).
 func (e *Entity[T]) refresh(ctx context.Context, r request[T], observed string) (T, bool) {
 	var zero T
+	if e.settling() { // see settle.go: nothing would be stored
+		return zero, false
+	}
 	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, []item{r.item}, []string{observed})
 	if err != nil || len(got) == 0 {
@@ -96,6 +99,9 @@ func (e *Entity[T]) refreshManyAsync(ctx context.Context, items []item, observed
 // it can, drops those that lapsed before the load began (see
 // confirmLeases) and loads the others in one call (see loadMany).
 func (e *Entity[T]) refreshMany(ctx context.Context, items []item, observed []string, load BatchLoader[T]) {
+	if e.settling() { // see settle.go: nothing would be stored
+		return
+	}
 	taken := time.Now()
 	got, _, err := e.takeLeases(ctx, items, observed)
 	if err != nil || len(got) == 0 {

@@ -19,10 +19,12 @@ type pending struct {
 	lsn   uint64 // write position to record in the new version (lsn.go); 0 for none
 }
 
-// Backoff of the invalidation retrier.
+// Backoff of the invalidation retrier. retryMax is short because other
+// processes' settle windows wait for it (see settle.go), and cheap: while
+// Redis is down the breaker turns a try into no call at all.
 const (
 	retryMin     = 50 * time.Millisecond
-	retryMax     = 5 * time.Second
+	retryMax     = time.Second
 	retryTimeout = 2 * time.Second
 )
 

@@ -46,8 +46,8 @@ func (e *Entity[T]) Version(ctx context.Context, id string) (string, error) {
 // after the writer's read (another writer's upkeep, a change that
 // repo/cdc applies) replaces the version, and SetIfVersion then deletes.
 // So two writers whose upkeeps run out of commit order never leave the
-// older value cached. With Options.ReplicaAcks, or when the breaker is
-// open, it invalidates instead; on a Redis failure it queues an
+// older value cached. With Options.ReplicaAcks, when the breaker is open,
+// or in the settle window (Options.SettleWindow), it invalidates instead; on a Redis failure it queues an
 // invalidation for background retry and the error matches
 // ErrInvalidationPending, as Set's does. A value that cannot be stored (too
 // large, or the codec fails) is not stored: id is invalidated.
@@ -56,7 +56,10 @@ func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (
 	if err != nil {
 		return false, err
 	}
-	if e.c.acks.n != 0 || !e.c.br.Allow() {
+	if e.c.acks.n != 0 || !e.c.br.Allow() || e.settling() {
+		// In the settle window, the version the writer read may be one
+		// that a failed invalidation, still waiting for its retry, must
+		// replace (see settle.go): invalidate.
 		return false, e.Invalidate(ctx, id)
 	}
 	entry, px, err := e.makeEntry(v, true, 0)

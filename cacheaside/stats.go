@@ -37,7 +37,8 @@ const (
 	// per id still missing then).
 	EventLockTimeout
 	// EventRejectedSet: a store after a load was refused because the id
-	// was invalidated (or Set) after the load began.
+	// was invalidated (or Set) after the load began, or skipped in the
+	// settle window (Options.SettleWindow).
 	EventRejectedSet
 	// EventDecodeError: a corrupt or foreign entry was found and deleted.
 	EventDecodeError
@@ -45,7 +46,9 @@ const (
 	EventCacheError
 	// EventOverloaded: a caller got ErrOverloaded.
 	EventOverloaded
-	// EventBypass: Redis was skipped because the breaker is open.
+	// EventBypass: Redis was skipped because the breaker is open (or a
+	// recovery gate or a pending invalidation holds the read, or a miss
+	// loaded uncached in the settle window).
 	EventBypass
 	// EventInvalidationDeferred: an invalidation failed and was queued for
 	// background retry.
@@ -139,6 +142,11 @@ type Stats struct {
 	// counted in InvalidationsDeferred when first queued). Always 0 with
 	// ReplicaAcks off.
 	ReplicaAckShortfalls uint64
+	// Settled counts the misses loaded uncached, the loads' stores
+	// skipped (or refused by a changed epoch marker) and the refreshes
+	// and write-through stores skipped because the Cache was in its
+	// settle window (see Options.SettleWindow).
+	Settled uint64
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -160,6 +168,9 @@ type counters struct {
 	// shortfalls counts replica acknowledgement shortfalls; not an Event
 	// (yet), so that Observers see no new event kind.
 	shortfalls atomic.Uint64
+	// settled counts what the settle window changed (Stats.Settled); not
+	// an Event either.
+	settled atomic.Uint64
 }
 
 func (c *counters) inc(ev Event) {
@@ -190,5 +201,6 @@ func (c *counters) snapshot() Stats {
 		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
 		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
 		LeasesLost: g(EventLeaseLost), ReplicaAckShortfalls: c.shortfalls.Load(),
+		Settled: c.settled.Load(),
 	}
 }

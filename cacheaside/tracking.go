@@ -26,13 +26,16 @@ const (
 	invalidateChannel = "__redis__:invalidate"
 )
 
-// startNode runs the feed of a standalone (or Sentinel) client.
-func (n *near) startNode(node *redis.Client) {
+// startNode runs the feed of a standalone (or Sentinel) client, whose
+// options were copied when the Cache was made (opt): go-redis updates a
+// client's options while it makes its first connection, so copying them
+// later could race with the Cache's own calls.
+func (n *near) startNode(node *redis.Client, opt *redis.Options) {
 	if n.mode == LocalBroadcast {
 		n.run(n.c.base, func(ctx context.Context) *redis.PubSub { return node.Subscribe(ctx, n.channel()) })
 		return
 	}
-	n.runTracking(n.c.base, node.Options())
+	n.runTracking(n.c.base, opt)
 }
 
 // clusterRecheck is how often a Cluster's masters are listed again, so

@@ -142,6 +142,9 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 				rn.logf("loads: the write before a burst failed: %v", err)
 				continue
 			}
+			if err := rn.waitSettled(ctx); err != nil {
+				rn.logf("loads: %v", err)
+			}
 			before, whyBefore := rn.loadsOf(name), rn.reasonsOf(name)
 			at := rn.clk.now()
 			start := make(chan struct{})
@@ -189,6 +192,32 @@ func (rn *run) burstWrite(ctx context.Context, p *process, si int) error {
 	}
 	return fmt.Errorf("no clean write after 30 tries (written %v, %d invalidations pending)",
 		written, p.cache.PendingInvalidations())
+}
+
+// waitSettled waits until no process's cache is in its settle window
+// (cacheaside.Options.SettleWindow, begun by the faults or by a pooled
+// connection they broke), in which misses load uncached: a burst then
+// would measure the window, not the strategy.
+func (rn *run) waitSettled(ctx context.Context) error {
+	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		settling := 0
+		for _, p := range rn.procs {
+			if p.cache != nil && p.cache.Settling() {
+				settling++
+			}
+		}
+		if settling == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes still settling after a minute", settling)
+		}
+		if err := b.Wait(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // reasonsOf sums, over the processes, the events of entity that explain
