@@ -33,7 +33,7 @@ const (
 	replicaRows  = 2000
 	replicaHot   = 8
 	replicaDelay = 200 * time.Millisecond
-	replicaRun   = 10 * time.Second
+	replicaRun   = 16 * time.Second
 )
 
 // replicaPhase is the outcome of the read-replica phase.
@@ -51,16 +51,18 @@ type replicaPhase struct {
 
 // replicaProc is one process of the phase: a repository on the primary
 // whose misses may load from the replica, reached through a proxy of its
-// own (cut by FaultReplicaCut).
+// own (cut by FaultReplicaCut), with a Cache on the run's cache Redis
+// through another (cut by FaultPauseCacheCut).
 type replicaProc struct {
-	id      int
-	link    *faultproxy.Proxy      // to the replica
-	db      *gorm.DB               // the primary
-	routing *dbresolver.DBResolver // registered on db for even ids; else readDB
-	readDB  *gorm.DB               // the replica through link: Options.ReadDB for odd ids
-	rdb     *redis.Client
-	cache   *cacheaside.Cache
-	items   *repo.Repository[Item, int64]
+	id        int
+	link      *faultproxy.Proxy      // to the replica
+	cacheLink *faultproxy.Proxy      // to the cache Redis
+	db        *gorm.DB               // the primary
+	routing   *dbresolver.DBResolver // registered on db for even ids; else readDB
+	readDB    *gorm.DB               // the replica through link: Options.ReadDB for odd ids
+	rdb       *redis.Client
+	cache     *cacheaside.Cache
+	items     *repo.Repository[Item, int64]
 }
 
 // replica runs, after the main run, a phase of its own on a private
@@ -250,7 +252,10 @@ func newReplicaProc(id int, e *env, primaryDSN string, replica url.URL, s cachea
 		}
 		o.ReadDB = p.readDB
 	}
-	p.rdb = redisClient(e.cacheRedis.Addr)
+	if p.cacheLink, err = faultproxy.New(e.cacheRedis.Addr); err != nil {
+		return nil, err
+	}
+	p.rdb = redisClient(p.cacheLink.Addr())
 	if p.cache, err = cacheaside.New(p.rdb, &cacheaside.Options{Namespace: e.ns}); err != nil {
 		return nil, err
 	}
@@ -290,8 +295,10 @@ func (p *replicaProc) close() {
 			_ = sqlDB.Close()
 		}
 	}
-	if p.link != nil {
-		_ = p.link.Close()
+	for _, l := range []*faultproxy.Proxy{p.link, p.cacheLink} {
+		if l != nil {
+			_ = l.Close()
+		}
 	}
 }
 
@@ -312,10 +319,16 @@ func addReadStats(sum *repo.ReadStats, s repo.ReadStats) {
 	sum.ReplicaErrors += s.ReplicaErrors
 }
 
-// addReplica adds the replica phase's row, faults, violations and note.
+// addReplica adds the replica phase's rows, faults, violations and note:
+// one row for the reads that began outside the combination faults'
+// windows, one, "replica × cache Redis", for those inside (comboSplit).
+// Every violation keeps the Check "replica".
 func (r *Report) addReplica(ph replicaPhase) {
-	r.Rows = append(r.Rows, Row{Check: "replica (lag, paused replay)", Faults: len(ph.faults), Operations: ph.reads,
-		Violations: len(ph.vs), Errors: ph.errs, Divergent: "-", Recovery: "-"})
+	in, out := comboSplit(ph)
+	r.Rows = append(r.Rows, Row{Check: "replica (lag, paused replay)", Faults: out.faults, Operations: out.reads,
+		Violations: out.vs, Errors: out.errs, Divergent: "-", Recovery: "-"},
+		Row{Check: "replica × cache Redis (cut, restart)", Faults: in.faults, Operations: in.reads,
+			Violations: in.vs, Errors: in.errs, Divergent: "-", Recovery: "-"})
 	r.Faults = append(r.Faults, ph.faults...)
 	r.Violations = append(r.Violations, ph.vs...)
 	var fs []string
