@@ -29,10 +29,23 @@ all: lint test
 ## Every module in MODULES is tested (the peer comparison too, so the
 ## adapters to go-zero, rockscache, jetcache-go and go-redis/cache are checked
 ## on every change); a failing module does not stop the others, and the target
-## fails if any did.
+## fails if any did. TEST_JOBS modules run at once (default 3: most of a
+## test's time is spent waiting on PostgreSQL and Redis, so two cores carry
+## three), the longest first; each module's output is printed whole when it
+## ends, with its time, and the target ends with one line per module.
+TEST_JOBS ?= 3
+TEST_ORDER := . chaos cmd/asidekit benchmarks benchmarks/peers metrics examples/catalog compat examples/quickstart
 test:
-	@status=0; for m in $(MODULES); do \
-		echo "== $$m"; (cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) || status=1; \
+	@test "$(sort $(TEST_ORDER))" = "$(sort $(MODULES))" || { echo "make test: TEST_ORDER and MODULES differ"; exit 2; }
+	@logs=$$(mktemp -d); trap 'rm -rf $$logs' EXIT; \
+	printf '%s\n' $(TEST_ORDER) | xargs -P $(TEST_JOBS) -I{} sh -c ' \
+		m={}; log=$$1/$$(echo $$m | tr / _); start=$$(date +%s); \
+		(cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) >$$log.out 2>&1; rc=$$?; \
+		echo "$$rc $$(( $$(date +%s) - start ))" >$$log.rc; \
+		{ echo "== $$m (exit $$rc, $$(( $$(date +%s) - start )) s)"; cat $$log.out; } ' _ $$logs; \
+	status=0; echo "== make test:"; for m in $(TEST_ORDER); do \
+		set -- $$(cat $$logs/$$(echo $$m | tr / _).rc 2>/dev/null || echo "? ?"); \
+		[ "$$1" = 0 ] && r=ok || { r=FAIL; status=1; }; printf '%-22s %-4s %s s\n' $$m $$r $$2; \
 	done; exit $$status
 
 ## stress-test: the timing-sensitive packages, STRESS_COUNT times each, while

@@ -11,6 +11,9 @@
 -- ARGV[5]  lease token, or "" when the caller holds no lease
 -- ARGV[6]  pub/sub channel to publish KEYS[1] on, or "" for none
 -- ARGV[7]  "1" to announce the entry with the key when it is stored
+-- ARGV[8]  the version to store with the entry, or "" to keep ARGV[1]
+--          (a version created by a miss, given the position the load
+--          saw: lsn.go)
 --
 -- The announcement is KEYS[1], or, when the entry was stored and ARGV[7]
 -- is "1", KEYS[1] .. "\n" .. ARGV[5] .. "\n" .. ARGV[2]: a waiter that saw
@@ -22,7 +25,11 @@
 local stored = 0
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  if ARGV[8] and ARGV[8] ~= '' then
+    redis.call('SET', KEYS[2], ARGV[8], 'PX', ARGV[4])
+  else
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  end
   stored = 1
 end
 local lost = 0

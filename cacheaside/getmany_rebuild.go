@@ -3,6 +3,7 @@ package cacheaside
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // rebuildMany is GetMany's miss: the rebuild Get does (see rebuildClaims)
@@ -53,8 +54,16 @@ func (e *Entity[T]) loadMany(ctx context.Context, items []item, load BatchLoader
 	}
 	returned := false
 	defer e.releaseUnlessReturned(ctx, items, &returned)
-	found, d, err := e.invokeMany(withRequiredItems(ctx, items), ids(items), load)
+	lctx, rq := withRequiredItems(ctx, items)
+	found, d, err := e.invokeMany(lctx, ids(items), load)
 	returned = true
+	if rq.seen.Load() != 0 {
+		// A copy: the lease keeper reads items until the values are stored.
+		items = slices.Clone(items)
+		for i := range items {
+			items[i].up = rq.upgrade(items[i].ver)
+		}
+	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		e.releaseLeases(ctx, items)
 		return nil, err

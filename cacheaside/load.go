@@ -11,8 +11,10 @@ import (
 )
 
 // item is one id being rebuilt: its id and entry key, the version token
-// read before its load, and the rebuild lease held for it ("" for none).
-type item struct{ id, key, ver, token string }
+// read before its load, the rebuild lease held for it ("" for none), and
+// the version to store with its value ("" to keep ver; see
+// requirement.upgrade).
+type item struct{ id, key, ver, token, up string }
 
 // parseVersion reads version.lua's reply.
 func parseVersion(res []any) (ver string, entry []byte, err error) {
@@ -88,7 +90,7 @@ func (e *Entity[T]) fillCall(it item, entry []byte, px int64) script.Call {
 	return script.Call{
 		Script: fillScript,
 		Keys:   []string{it.key, it.key + ":ver", it.key + ":lock"},
-		Args:   []any{it.ver, entry, px, e.verPX, it.token, channel, announce},
+		Args:   []any{it.ver, entry, px, e.verPX, it.token, channel, announce, it.up},
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 // An invalidation made with WithWriteLSN records its position in the id's
 // version; a later miss's loader sees it (Get under every strategy, and
 // GetMany), an invalidation with a lower position or none keeps the
-// higher one, a Set records it too, and an id never written requires
-// nothing.
+// higher one, a Set records it too, and an id never written (its version
+// created by a miss: Redis may have lost the one a write made) requires
+// UnknownLSN until a load tells the position it saw (LSNRecorder).
 func TestWriteLSN_reachesLoader(t *testing.T) {
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
@@ -29,9 +30,12 @@ func TestWriteLSN_reachesLoader(t *testing.T) {
 
 func testWriteLSN(t *testing.T, e *Entity[user]) {
 	ctx := context.Background()
-	var seen uint64
+	var seen, saw uint64
 	load := func(ctx context.Context, id string) (user, error) {
 		seen = RequiredLSN(ctx)
+		if rec := LSNRecorder(ctx); rec != nil && saw != 0 {
+			rec(saw)
+		}
 		return user{ID: id}, nil
 	}
 	get := func(id string) uint64 {
@@ -42,8 +46,31 @@ func testWriteLSN(t *testing.T, e *Entity[user]) {
 		}
 		return seen
 	}
+	if got := get("a"); got != UnknownLSN {
+		t.Fatalf("never written: loader requires %X, want UnknownLSN", got)
+	}
+	if err := e.Invalidate(ctx, "a"); err != nil { // a write that records no position
+		t.Fatal(err)
+	}
 	if got := get("a"); got != 0 {
-		t.Fatalf("never written: loader requires %d, want 0", got)
+		t.Fatalf("written without a position: loader requires %X, want 0", got)
+	}
+	saw = 0x77
+	if got := get("n"); got != UnknownLSN {
+		t.Fatalf("never written: loader requires %X, want UnknownLSN", got)
+	}
+	saw = 0
+	if err := e.Invalidate(ctx, "n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("n"); got != 0x77 {
+		t.Fatalf("after a load that saw 77 the loader requires %X (the fill did not record it)", got)
+	}
+	if err := e.Invalidate(WithWriteLSN(ctx, UnknownLSN), "n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("n"); got != UnknownLSN {
+		t.Fatalf("after a write of unknown position the loader requires %X", got)
 	}
 	if err := e.Invalidate(WithWriteLSN(ctx, 0x2A0000FF), "a"); err != nil {
 		t.Fatal(err)
@@ -72,13 +99,20 @@ func testWriteLSN(t *testing.T, e *Entity[user]) {
 		t.Fatal(err)
 	}
 	var many uint64
-	if _, err := e.GetMany(ctx, []string{"a", "b", "c"}, func(ctx context.Context, ids []string) (map[string]user, error) {
+	loadMany := func(ctx context.Context, ids []string) (map[string]user, error) {
 		many = RequiredLSN(ctx)
 		return map[string]user{}, nil
-	}); err != nil {
+	}
+	if _, err := e.GetMany(ctx, []string{"a", "b"}, loadMany); err != nil {
 		t.Fatal(err)
 	}
 	if many != 0x3000000000 {
 		t.Fatalf("GetMany's loader requires %X, want the highest of its ids'", many)
+	}
+	if _, err := e.GetMany(ctx, []string{"a", "c"}, loadMany); err != nil {
+		t.Fatal(err)
+	}
+	if many != UnknownLSN {
+		t.Fatalf("GetMany's loader requires %X with a never-written id, want UnknownLSN", many)
 	}
 }

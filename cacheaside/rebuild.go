@@ -365,8 +365,10 @@ func (e *Entity[T]) loadOne(ctx context.Context, r request[T]) (T, outcome, erro
 	}
 	returned := false
 	defer e.releaseUnlessReturned(ctx, []item{r.item}, &returned)
-	v, d, err := e.invoke(withRequired(ctx, r.ver), r.id, r.load)
+	lctx, rq := withRequired(ctx, r.ver)
+	v, d, err := e.invoke(lctx, r.id, r.load)
 	returned = true
+	r.up = rq.upgrade(r.ver)
 	return e.finish(ctx, r, v, d, err)
 }
 

@@ -35,7 +35,8 @@
 //   - NewQueryCollector reads a repo.Query's Stats (list invalidations,
 //     fallbacks to all lists) at scrape time.
 //   - NewReadCollector reads a repo.Repository's ReadStats (loads per
-//     target, replica or primary, redirects for lag) at scrape time.
+//     target, replica or primary, redirects for lag, unavailability or an
+//     unknown position) at scrape time.
 //   - NewAfterCommitCollector reads the process's repo.AfterCommitStats
 //     (upkeep that failed after a commit, its retries, writes of unknown
 //     outcome) at scrape time.
@@ -79,8 +80,9 @@
 //	asidekit_query_patches_total{query}            counter
 //	asidekit_query_fallbacks_total{query}          counter
 //	asidekit_reads_loads_total{repository,target}  counter, target = replica | primary
-//	asidekit_reads_redirects_total{repository,reason}  counter, reason = lag | unavailable
+//	asidekit_reads_redirects_total{repository,reason}  counter, reason = lag | unavailable | unknown
 //	asidekit_reads_replica_errors_total{repository}
+//	asidekit_reads_write_position_errors_total{repository}
 //	asidekit_reads_lag_bytes{repository}           gauge
 //	asidekit_repo_upkeep_{failures,retried,dropped}_total              counters
 //	asidekit_repo_upkeep_pending                                       gauge

@@ -16,15 +16,20 @@ type ReadStatser interface {
 // label repository=name:
 //
 //	asidekit_reads_loads_total{repository,target}      target = replica | primary
-//	asidekit_reads_redirects_total{repository,reason}  reason = lag | unavailable
+//	asidekit_reads_redirects_total{repository,reason}  reason = lag | unavailable | unknown
 //	asidekit_reads_replica_errors_total{repository}
+//	asidekit_reads_write_position_errors_total{repository}
 //	asidekit_reads_lag_bytes{repository}               gauge
 //
 // A redirect is a load that could have gone to a replica and went to the
 // primary: reason lag when the replica had not replayed a write the load
-// must see, unavailable when it was down, promoted or not read yet (each
-// redirect is also a primary load). replica_errors_total counts loads
-// that failed on a replica and ran again on the primary. lag_bytes is the
+// must see, unavailable when it was down, promoted or not read yet,
+// unknown when the position the load must see could not be read (Redis
+// failed, or lost the version: see repo.ReadStats) (each redirect is also
+// a primary load). replica_errors_total counts loads that failed on a
+// replica and ran again on the primary. write_position_errors_total
+// counts the writes of the process whose commit position could not be
+// read (repo.UnknownLSN; the same for every repository of a process). lag_bytes is the
 // WAL distance the replica was behind at the last redirect for lag.
 // Without replicas every load is a primary load. A share of primary loads
 // that keeps rising points at a replica falling behind the write rate; a
@@ -38,11 +43,14 @@ func NewReadCollector(name string, src ReadStatser) prometheus.Collector {
 	loads := c.counter(c.desc("loads_total", "Cache-miss loads, by the server that served them: replica or primary.", "target"),
 		func(s repo.ReadStats) float64 { return float64(s.ReplicaLoads) }, "replica")
 	c.counter(loads, func(s repo.ReadStats) float64 { return float64(s.PrimaryLoads) }, "primary")
-	redirects := c.counter(c.desc("redirects_total", "Loads sent to the primary instead of a replica, by reason: lag (the replica had not replayed a write the load must see) or unavailable (down, promoted, not read yet).", "reason"),
+	redirects := c.counter(c.desc("redirects_total", "Loads sent to the primary instead of a replica, by reason: lag (the replica had not replayed a write the load must see), unavailable (down, promoted, not read yet) or unknown (the position the load must see could not be read).", "reason"),
 		func(s repo.ReadStats) float64 { return float64(s.RedirectedLag) }, "lag")
 	c.counter(redirects, func(s repo.ReadStats) float64 { return float64(s.RedirectedUnavailable) }, "unavailable")
+	c.counter(redirects, func(s repo.ReadStats) float64 { return float64(s.RedirectedUnknown) }, "unknown")
 	c.counter(c.desc("replica_errors_total", "Loads that failed on a replica and ran again on the primary."),
 		func(s repo.ReadStats) float64 { return float64(s.ReplicaErrors) })
+	c.counter(c.desc("write_position_errors_total", "Writes of the process whose commit position could not be read on the primary (their rows load from the primary)."),
+		func(s repo.ReadStats) float64 { return float64(s.WritePositionErrors) })
 	c.gauge(c.desc("lag_bytes", "WAL bytes a replica was behind the position a load needed, at the last redirect for lag."),
 		func(s repo.ReadStats) float64 { return float64(s.LagBytes) })
 	return c

@@ -239,7 +239,9 @@
 // other statement stays on the primary. Invalidations record the WAL
 // position of the write behind them, and a miss loads from the replica
 // only once it has replayed that position, else from the primary, so no
-// fill is older than a write it follows. TrackWrites and ReadAfter carry
+// fill is older than a write it follows. A position that could not be read
+// (Redis failed or lost the id's version, a write could not read its own:
+// UnknownLSN) sends the load to the primary. TrackWrites and ReadAfter carry
 // a write's position to reads in other processes; ReadStats counts where
 // loads went. See replica.go for the reasoning.
 package repo

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,8 +89,11 @@ type Options struct {
 	// replicas" in the package doc), else from the primary. Everything
 	// else runs on the *gorm.DB passed to New, which must reach the
 	// primary. With dbresolver registered on that *gorm.DB, leave ReadDB
-	// nil: the replica dbresolver picks is used the same way. Default nil:
-	// no replica.
+	// nil: the replica dbresolver picks is used the same way. It must be
+	// opened on its own: a ReadDB that shares the *gorm.DB's connection
+	// pool or its *gorm.Config (gorm.Open stores the new pool in the
+	// Config it is given, so two *gorm.DB opened with one Config both use
+	// the last pool) is refused with ErrInvalid. Default nil: no replica.
 	ReadDB *gorm.DB
 
 	// ReplicaPoll is the shortest interval between two readings of a
@@ -135,4 +139,28 @@ func (o Options) withDefaults(table string) (Options, error) {
 	}
 	o.UniqueKey = append([]string(nil), o.UniqueKey...)
 	return o, nil
+}
+
+// checkReadDB refuses a ReadDB that would run on the primary's *gorm.DB's
+// connections, or move them: one sharing db's *gorm.Config (GORM's
+// Config holds the pool, so one of the two runs on the other's server)
+// or its connection pool.
+func checkReadDB(db, read *gorm.DB) error {
+	switch {
+	case read == nil:
+		return nil
+	case read.Config == db.Config:
+		return fmt.Errorf("%w: ReadDB shares the *gorm.Config of the primary's *gorm.DB: open the replica with a gorm.Config of its own", ErrInvalid)
+	case samePool(read.Config.ConnPool, db.Config.ConnPool):
+		return fmt.Errorf("%w: ReadDB uses the connection pool of the primary's *gorm.DB: open it on the replica", ErrInvalid)
+	}
+	return nil
+}
+
+// samePool reports whether a and b are one pool (comparable and equal).
+func samePool(a, b gorm.ConnPool) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }

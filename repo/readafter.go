@@ -23,7 +23,9 @@ type trackKey struct{}
 type WriteToken struct{ lsn atomic.Uint64 }
 
 // LSN returns the highest position of the writes recorded, 0 when none
-// was (or no repository has replicas: nothing needs it then).
+// was (or no repository has replicas: nothing needs it then), UnknownLSN
+// when a write's position could not be read (ReadAfter with it loads from
+// the primary).
 func (t *WriteToken) LSN() uint64 { return t.lsn.Load() }
 
 // TrackWrites returns a context whose repository writes (and

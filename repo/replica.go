@@ -2,7 +2,9 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sqlstate"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -40,6 +43,21 @@ import (
 // ReadStats). A replica that is down, failed a load, was promoted or
 // reports no replay position is skipped until a later reading says it
 // is a replica again; its loads go to the primary, never an error.
+//
+// A position that could not be read is never taken for 0: the load goes
+// to the primary (counted as RedirectedUnknown). cacheaside.RequiredLSN
+// says UnknownLSN when the load runs without the cache (Redis failed, the
+// breaker or the recovery gate is open, the id's invalidation is still
+// pending), when the id's version was created by a miss (it may stand for
+// one Redis lost, with the position of a write the load must see: a
+// restart, a failover, an eviction), and when a write recorded
+// UnknownLSN. A version created by a miss is not "never written": Redis
+// cannot tell. So such a load reads the primary's position after it and
+// hands it to cacheaside (LSNRecorder), whose fill stores it in the
+// version: the next misses of the id may use a replica again once it has
+// replayed that position. The cost is the first miss of an id whose
+// version Redis does not hold (never read, idle longer than the version
+// lives, or lost) on the primary, plus one query there for the position.
 
 // DefaultReplicaPoll is the default Options.ReplicaPoll.
 const DefaultReplicaPoll = 20 * time.Millisecond
@@ -87,6 +105,15 @@ type ReadStats struct {
 	// needed and the replica's replay position, at the last redirect for
 	// lag.
 	LagBytes int64
+	// RedirectedUnknown counts loads sent to the primary because the
+	// position they must see could not be read (see "Read replicas" in
+	// the package doc: Redis unreachable, the breaker or the recovery gate
+	// open, a version Redis may have lost, a write of unknown position).
+	RedirectedUnknown int64
+	// WritePositionErrors counts the writes whose commit position could
+	// not be read on the primary (see UnknownLSN), in this process: every
+	// repository's and Transaction's, whichever repository reports it.
+	WritePositionErrors int64
 }
 
 // reads routes a repository's loads; nil without replicas.
@@ -99,8 +126,11 @@ type reads struct {
 	// ignoreLSN loads every miss from the replica (tests only: shows the
 	// stale fill the check prevents).
 	ignoreLSN bool
+	// ignoreUnknown takes a position that could not be read for 0 (tests
+	// only: shows the stale fill that loading from the primary prevents).
+	ignoreUnknown bool
 
-	replicaLoads, primaryLoads, lag, unavailable, replicaErrs, lagBytes atomic.Int64
+	replicaLoads, primaryLoads, lag, unavailable, unknown, replicaErrs, lagBytes atomic.Int64
 }
 
 // replicasInUse is set once any repository has replicas: from then on
@@ -120,6 +150,9 @@ func newReads(db *gorm.DB, o Options) (*reads, error) {
 	}
 	if o.ReadDB != nil && resolver {
 		return nil, fmt.Errorf("%w: ReadDB is set and dbresolver is registered on the *gorm.DB: use one of them", ErrInvalid)
+	}
+	if err := checkReadDB(db, o.ReadDB); err != nil {
+		return nil, err
 	}
 	rd := &reads{resolver: resolver, poll: o.ReplicaPoll}
 	if o.ReadDB != nil {
@@ -141,11 +174,15 @@ func (rd *reads) stats() ReadStats {
 		RedirectedUnavailable: rd.unavailable.Load(),
 		ReplicaErrors:         rd.replicaErrs.Load(),
 		LagBytes:              rd.lagBytes.Load(),
+		RedirectedUnknown:     rd.unknown.Load(),
+		WritePositionErrors:   writePosErrors.Load(),
 	}
 }
 
 // required is the write position a load in ctx must see: the highest the
-// versions of its ids record, or a read-after token's.
+// versions of its ids record, or a read-after token's; UnknownLSN when
+// either could not be read (cacheaside.RequiredLSN: the load runs
+// without the cache, or a version records no position).
 func required(ctx context.Context) uint64 {
 	return max(cacheaside.RequiredLSN(ctx), tokenOf(ctx))
 }
@@ -156,6 +193,13 @@ func required(ctx context.Context) uint64 {
 func (rd *reads) admit(ctx context.Context, p *replica, need uint64) bool {
 	if rd.ignoreLSN || testswitch.ReplicaLSNOff.Load() {
 		need = 0
+	}
+	if need == UnknownLSN && rd.ignoreUnknown {
+		need = 0
+	}
+	if need == UnknownLSN {
+		rd.unknown.Add(1)
+		return false
 	}
 	now := time.Now().UnixNano()
 	fresh := now-p.polled.Load() < int64(replicaMaxAge)
@@ -237,7 +281,11 @@ func (rd *reads) run(ctx context.Context, primary *gorm.DB, query func(*gorm.DB)
 			rd.replicaErrs.Add(1)
 		}
 		rd.primaryLoads.Add(1)
-		return query(primary.WithContext(ctx))
+		err := query(primary.WithContext(ctx))
+		if err == nil && need == UnknownLSN {
+			recordLoadLSN(ctx, primary)
+		}
+		return err
 	}
 	rt := &route{reads: rd, need: need}
 	err := query(primary.WithContext(context.WithValue(ctx, routeKey{}, rt)))
@@ -246,9 +294,29 @@ func (rd *reads) run(ctx context.Context, primary *gorm.DB, query func(*gorm.DB)
 		rd.replicaErrs.Add(1)
 		rd.replicaLoads.Add(-1) // counted by the callback; it did not serve
 		rd.primaryLoads.Add(1)
+		rt.replica = nil
 		err = query(primary.WithContext(context.WithValue(ctx, routeKey{}, primaryRoute)))
 	}
+	if err == nil && rt.replica == nil && need == UnknownLSN {
+		recordLoadLSN(ctx, primary)
+	}
 	return err
+}
+
+// recordLoadLSN tells cacheaside, for a load of unknown position that ran
+// on the primary, the primary's position read after it: at or past every
+// write its miss could have to see, whose position Redis may have lost.
+// The fill records it in the ids' versions, so that their next misses
+// may load from a replica again (cacheaside.LSNRecorder). It costs one
+// query on the primary, made only when the load's values will be stored.
+func recordLoadLSN(ctx context.Context, primary *gorm.DB) {
+	rec := cacheaside.LSNRecorder(ctx)
+	if rec == nil || testswitch.ReplicaLSNOff.Load() {
+		return
+	}
+	if lsn, err := primaryLSN(ctx, primary); err == nil {
+		rec(lsn)
+	}
 }
 
 // route is a statement's routing, carried by its context to routeRead.
@@ -344,26 +412,63 @@ func (r *Repository[T, ID]) ReadStats() ReadStats {
 	return r.c.reads.stats()
 }
 
+// UnknownLSN is the position a write records when its commit's position
+// could not be read (cacheaside.UnknownLSN): the loads of its ids, and of
+// reads made with a WriteToken holding it (ReadAfter), go to the primary
+// until a load there records the primary's position in the ids' versions.
+// It is logged, once per kind of error, and counted
+// (ReadStats.WritePositionErrors).
+const UnknownLSN = cacheaside.UnknownLSN
+
+// writePosErrors counts the positions writeLSN could not read.
+var writePosErrors atomic.Int64
+
+// writePosLogged holds the kinds of writeLSN errors logged already.
+var writePosLogged sync.Map
+
 // writeLSN returns the primary's WAL insert position, read after a
 // commit: at or past the end of its commit record. It is 0 without
-// replicas (nothing needs it), and the highest position when it cannot be
-// read (every load of the written ids then goes to the primary until
-// their versions expire: never a stale fill).
+// replicas (nothing needs it), and UnknownLSN when it cannot be read.
+// It is read on the *gorm.DB's own connection pool (the primary's: New
+// refuses a ReadDB that shares it), outside GORM's callbacks, so that no
+// resolver sends it to a replica.
 func writeLSN(ctx context.Context, db *gorm.DB) uint64 {
 	if !replicasInUse.Load() {
 		return 0
 	}
+	lsn, err := primaryLSN(ctx, db)
+	if err != nil {
+		writePosErrors.Add(1)
+		kind, ok := sqlstate.Of(err)
+		if !ok { // the kind of error under read's wrapping
+			under := err
+			if u := errors.Unwrap(err); u != nil {
+				under = u
+			}
+			kind = fmt.Sprintf("%T", under)
+		}
+		if _, seen := writePosLogged.LoadOrStore(kind, true); !seen {
+			slog.Error("asidekit: the position of a commit could not be read on the primary; loads of the rows it wrote go to the primary (logged once per kind of error)",
+				"kind", kind, "err", err)
+		}
+		return UnknownLSN
+	}
+	return lsn
+}
+
+// primaryLSN reads the WAL insert position on db's own connection pool.
+func primaryLSN(ctx context.Context, db *gorm.DB) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replicaQueryTimeout)
 	defer cancel()
 	var pos string
-	if err := db.ConnPool.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&pos); err != nil {
-		return math.MaxUint64
+	if err := db.Config.ConnPool.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&pos); err != nil {
+		return 0, fmt.Errorf("read the primary's WAL position: %w", err)
 	}
 	lsn, err := parseLSN(pos)
-	if err != nil {
-		return math.MaxUint64
+	if err == nil && lsn == UnknownLSN {
+		err = fmt.Errorf("WAL position %q out of range", pos)
 	}
-	return lsn
+	return lsn, err
 }
 
 // afterCommitLSN records in w the position of the commit it follows (see
