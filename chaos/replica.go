@@ -317,6 +317,7 @@ func addReadStats(sum *repo.ReadStats, s repo.ReadStats) {
 	sum.RedirectedLag += s.RedirectedLag
 	sum.RedirectedUnavailable += s.RedirectedUnavailable
 	sum.ReplicaErrors += s.ReplicaErrors
+	sum.RedirectedUnknown += s.RedirectedUnknown
 }
 
 // addReplica adds the replica phase's rows, faults, violations and note:
@@ -344,6 +345,6 @@ func (r *Report) addReplica(ph replicaPhase) {
 
 // readSummary prints where loads went.
 func readSummary(s repo.ReadStats) string {
-	return fmt.Sprintf("%d on the replica, %d on the primary (%d redirected for lag, %d with the replica unavailable, %d retried after a replica error)",
-		s.ReplicaLoads, s.PrimaryLoads, s.RedirectedLag, s.RedirectedUnavailable, s.ReplicaErrors)
+	return fmt.Sprintf("%d on the replica, %d on the primary (%d redirected for lag, %d for a position that could not be read, %d with the replica unavailable, %d retried after a replica error)",
+		s.ReplicaLoads, s.PrimaryLoads, s.RedirectedLag, s.RedirectedUnknown, s.RedirectedUnavailable, s.ReplicaErrors)
 }
