@@ -75,7 +75,9 @@ type replicaProc struct {
 // right then write rows through one process and read each through
 // another: the window a load from the lagging replica would fill with the
 // old row) and cut a process's link to the replica (its loads go to the
-// primary). Once the replica has replayed everything, every process reads
+// primary); two more pause the replay while the cache Redis is cut off or
+// killed and restarted empty (replica_combo.go), where no load can read
+// the position it must see. Once the replica has replayed everything, every process reads
 // every row: an old row stored during the lag would still be served. The
 // history is checked as the main run's (checkReads, checkRecovery):
 // without the replay-position check (testswitch.ReplicaLSNOff) reads
