@@ -111,3 +111,26 @@ func TestReplicaSchedule_everyKind(t *testing.T) {
 		t.Errorf("replicaKinds %v: want the three replica faults and the two combinations", replicaKinds)
 	}
 }
+
+// The combination row counts the reads, errors and violations that began
+// inside a combination fault's window, the replica row the others.
+func TestComboSplit(t *testing.T) {
+	s := time.Second
+	ph := replicaPhase{
+		faults: []Fault{{At: 1 * s, Dur: 2 * s, Kind: FaultPauseReplay}, {At: 5 * s, Dur: 2 * s, Kind: FaultPauseCacheCut, Proc: -1},
+			{At: 8 * s, Dur: s, Kind: FaultPauseRestart, Delay: s / 4}},
+		ops: []Op{
+			{Kind: OpGet, Start: 2 * s}, {Kind: OpGet, Start: 6 * s}, {Kind: OpGetMany, Start: 8*s + s/2},
+			{Kind: OpGet, Start: 6 * s, Err: "x", ErrKind: "conn"}, {Kind: OpUpdate, Start: 6 * s, ErrKind: "after_commit"},
+			{Kind: OpGet, Start: 10 * s},
+		},
+		vs: []Violation{{At: 2 * s}, {At: 6 * s}, {At: 8 * s}, {At: 9*s + 1}},
+	}
+	in, out := comboSplit(ph)
+	if in.faults != 2 || in.reads != 2 || in.vs != 2 || in.errs["conn"] != 1 || in.errs["after_commit"] != 1 {
+		t.Errorf("inside the combinations: %+v; want 2 faults, 2 reads, 2 violations, conn 1, after_commit 1", in)
+	}
+	if out.faults != 1 || out.reads != 2 || out.vs != 2 || len(out.errs) != 0 {
+		t.Errorf("outside: %+v; want 1 fault, 2 reads, 2 violations, no error", out)
+	}
+}
