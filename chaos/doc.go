@@ -74,9 +74,16 @@
 //     its own and the seed's faults change the apply delay (0, 300 ms,
 //     1 s), pause the replay (writes and reads of other processes right
 //     then) and cut a process's link to the replica (its loads go to the
-//     primary); its history is checked by the reads and recovery checks
-//     (with the replay-position check off, testswitch.ReplicaLSNOff, it
-//     fails).
+//     primary), and, every seed, two combinations with the cache Redis
+//     (replica_combo.go): the replay paused, rows written (nil) and then
+//     the cache Redis links cut, of every process or of one, or the cache
+//     Redis killed and restarted empty, while every row is updated through
+//     one process and read at once through all of them, the writer first
+//     (a load that cannot read the position it must see goes to the
+//     primary, never to the lagging replica); its history is checked by
+//     the reads and recovery checks, in two rows: outside and inside the
+//     combinations' windows ("replica × cache Redis") (with the
+//     replay-position check off, testswitch.ReplicaLSNOff, it fails).
 //
 // A violation writes the operations around it, the faults and the seed to a
 // file; the same seed replays the same fault schedule and the same choices

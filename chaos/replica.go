@@ -33,7 +33,7 @@ const (
 	replicaRows  = 2000
 	replicaHot   = 8
 	replicaDelay = 200 * time.Millisecond
-	replicaRun   = 10 * time.Second
+	replicaRun   = 16 * time.Second
 )
 
 // replicaPhase is the outcome of the read-replica phase.
@@ -51,16 +51,18 @@ type replicaPhase struct {
 
 // replicaProc is one process of the phase: a repository on the primary
 // whose misses may load from the replica, reached through a proxy of its
-// own (cut by FaultReplicaCut).
+// own (cut by FaultReplicaCut), with a Cache on the run's cache Redis
+// through another (cut by FaultPauseCacheCut).
 type replicaProc struct {
-	id      int
-	link    *faultproxy.Proxy      // to the replica
-	db      *gorm.DB               // the primary
-	routing *dbresolver.DBResolver // registered on db for even ids; else readDB
-	readDB  *gorm.DB               // the replica through link: Options.ReadDB for odd ids
-	rdb     *redis.Client
-	cache   *cacheaside.Cache
-	items   *repo.Repository[Item, int64]
+	id        int
+	link      *faultproxy.Proxy      // to the replica
+	cacheLink *faultproxy.Proxy      // to the cache Redis
+	db        *gorm.DB               // the primary
+	routing   *dbresolver.DBResolver // registered on db for even ids; else readDB
+	readDB    *gorm.DB               // the replica through link: Options.ReadDB for odd ids
+	rdb       *redis.Client
+	cache     *cacheaside.Cache
+	items     *repo.Repository[Item, int64]
 }
 
 // replica runs, after the main run, a phase of its own on a private
@@ -73,7 +75,9 @@ type replicaProc struct {
 // right then write rows through one process and read each through
 // another: the window a load from the lagging replica would fill with the
 // old row) and cut a process's link to the replica (its loads go to the
-// primary). Once the replica has replayed everything, every process reads
+// primary); two more pause the replay while the cache Redis is cut off or
+// killed and restarted empty (replica_combo.go), where no load can read
+// the position it must see. Once the replica has replayed everything, every process reads
 // every row: an old row stored during the lag would still be served. The
 // history is checked as the main run's (checkReads, checkRecovery):
 // without the replay-position check (testswitch.ReplicaLSNOff) reads
@@ -250,7 +254,10 @@ func newReplicaProc(id int, e *env, primaryDSN string, replica url.URL, s cachea
 		}
 		o.ReadDB = p.readDB
 	}
-	p.rdb = redisClient(e.cacheRedis.Addr)
+	if p.cacheLink, err = faultproxy.New(e.cacheRedis.Addr); err != nil {
+		return nil, err
+	}
+	p.rdb = redisClient(p.cacheLink.Addr())
 	if p.cache, err = cacheaside.New(p.rdb, &cacheaside.Options{Namespace: e.ns}); err != nil {
 		return nil, err
 	}
@@ -290,8 +297,10 @@ func (p *replicaProc) close() {
 			_ = sqlDB.Close()
 		}
 	}
-	if p.link != nil {
-		_ = p.link.Close()
+	for _, l := range []*faultproxy.Proxy{p.link, p.cacheLink} {
+		if l != nil {
+			_ = l.Close()
+		}
 	}
 }
 
@@ -310,12 +319,19 @@ func addReadStats(sum *repo.ReadStats, s repo.ReadStats) {
 	sum.RedirectedLag += s.RedirectedLag
 	sum.RedirectedUnavailable += s.RedirectedUnavailable
 	sum.ReplicaErrors += s.ReplicaErrors
+	sum.RedirectedUnknown += s.RedirectedUnknown
 }
 
-// addReplica adds the replica phase's row, faults, violations and note.
+// addReplica adds the replica phase's rows, faults, violations and note:
+// one row for the reads that began outside the combination faults'
+// windows, one, "replica × cache Redis", for those inside (comboSplit).
+// Every violation keeps the Check "replica".
 func (r *Report) addReplica(ph replicaPhase) {
-	r.Rows = append(r.Rows, Row{Check: "replica (lag, paused replay)", Faults: len(ph.faults), Operations: ph.reads,
-		Violations: len(ph.vs), Errors: ph.errs, Divergent: "-", Recovery: "-"})
+	in, out := comboSplit(ph)
+	r.Rows = append(r.Rows, Row{Check: "replica (lag, paused replay)", Faults: out.faults, Operations: out.reads,
+		Violations: out.vs, Errors: out.errs, Divergent: "-", Recovery: "-"},
+		Row{Check: "replica × cache Redis (cut, restart)", Faults: in.faults, Operations: in.reads,
+			Violations: in.vs, Errors: in.errs, Divergent: "-", Recovery: "-"})
 	r.Faults = append(r.Faults, ph.faults...)
 	r.Violations = append(r.Violations, ph.vs...)
 	var fs []string
@@ -331,6 +347,6 @@ func (r *Report) addReplica(ph replicaPhase) {
 
 // readSummary prints where loads went.
 func readSummary(s repo.ReadStats) string {
-	return fmt.Sprintf("%d on the replica, %d on the primary (%d redirected for lag, %d with the replica unavailable, %d retried after a replica error)",
-		s.ReplicaLoads, s.PrimaryLoads, s.RedirectedLag, s.RedirectedUnavailable, s.ReplicaErrors)
+	return fmt.Sprintf("%d on the replica, %d on the primary (%d redirected for lag, %d for a position that could not be read, %d with the replica unavailable, %d retried after a replica error)",
+		s.ReplicaLoads, s.PrimaryLoads, s.RedirectedLag, s.RedirectedUnknown, s.RedirectedUnavailable, s.ReplicaErrors)
 }

@@ -19,13 +19,22 @@ const (
 // replicaDelays are the apply delays FaultApplyDelay sets.
 var replicaDelays = []time.Duration{0, 300 * time.Millisecond, time.Second}
 
+// replicaKinds are the replica phase's fault kinds, each drawn at least
+// once by every seed (replicaSchedule): the combinations with the cache
+// Redis (replica_combo.go) included.
+var replicaKinds = []FaultKind{FaultApplyDelay, FaultPauseReplay, FaultReplicaCut, FaultPauseCacheCut, FaultPauseRestart}
+
 // replicaSchedule draws the replica phase's faults from seed: one per
-// slot of replicaRun, one after the other, at least one of each kind, At
-// counted from the phase's start.
+// slot of replicaRun, one after the other, every kind of replicaKinds
+// once (whatever the seed: not left to the draw) and two more drawn, At
+// counted from the phase's start. A combination fault lasts half to three
+// quarters of its slot; a cut of the cache Redis links hits every process
+// or, one time in three, one of them; a killed cache Redis stays down a
+// fifth to a third of the fault.
 func replicaSchedule(seed uint64, procs int) []Fault {
 	r := rand.New(rand.NewPCG(seed, 0x4e92))
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
-	all := []FaultKind{FaultApplyDelay, FaultPauseReplay, FaultReplicaCut}
+	all := replicaKinds
 	kinds := append([]FaultKind{}, all...)
 	for range 2 {
 		kinds = append(kinds, all[r.IntN(len(all))])
@@ -42,6 +51,14 @@ func replicaSchedule(seed uint64, procs int) []Fault {
 			f.Dur = between(slot/4, slot/2)
 		case FaultReplicaCut:
 			f.Proc, f.Dur = r.IntN(procs), between(slot/4, slot/2)
+		case FaultPauseCacheCut:
+			f.Dur = between(slot/2, 3*slot/4)
+			if r.IntN(3) == 0 {
+				f.Proc = r.IntN(procs)
+			}
+		case FaultPauseRestart:
+			f.Dur = between(slot/2, 3*slot/4)
+			f.Delay = between(f.Dur/5, f.Dur/3)
 		}
 		out = append(out, f)
 	}
@@ -69,6 +86,13 @@ func (fr *run) playReplica(ctx context.Context, sr *testcontainers.StreamingRepl
 			if err = sr.PauseReplay(ctx); err == nil {
 				fr.replicaSweep(procs)
 				err = waitUntil(ctx, fr.clk.at(at+f.Dur))
+				if rerr := sr.ResumeReplay(context.WithoutCancel(ctx)); err == nil {
+					err = rerr
+				}
+			}
+		case FaultPauseCacheCut, FaultPauseRestart:
+			if err = sr.PauseReplay(ctx); err == nil {
+				err = fr.playCombo(ctx, procs, f, at)
 				if rerr := sr.ResumeReplay(context.WithoutCancel(ctx)); err == nil {
 					err = rerr
 				}
@@ -113,6 +137,8 @@ func describeReplicaFault(f Fault) string {
 		return fmt.Sprintf("replay paused %v at %v", f.Dur.Round(time.Millisecond), at)
 	case FaultReplicaCut:
 		return fmt.Sprintf("proc %d's replica link cut %v at %v", f.Proc, f.Dur.Round(time.Millisecond), at)
+	case FaultPauseCacheCut, FaultPauseRestart:
+		return describeCombo(f)
 	}
 	return string(f.Kind)
 }

@@ -8,7 +8,7 @@
 // with the seed that replays it.
 //
 //	asidechaos                 # `make chaos`: 4 minutes of faults, about 5 in all
-//	asidechaos -ci             # the CI version: 40 seconds of faults, about a minute in all
+//	asidechaos -ci             # the CI version: 40 seconds of faults, about a minute and a half in all
 //	asidechaos -seed 42        # replay a seed's fault schedule and choices
 package main
 
@@ -27,7 +27,7 @@ import (
 func main() {
 	var cfg chaos.Config
 	seed := flag.Uint64("seed", 0, "seed of the fault schedule and the workers' choices (default: random)")
-	ci := flag.Bool("ci", false, "the CI version: 40s of faults and smaller sizes, about a minute in all")
+	ci := flag.Bool("ci", false, "the CI version: 40s of faults and smaller sizes, about a minute and a half in all")
 	flag.StringVar(&cfg.PostgresDSN, "pg", os.Getenv("ASIDEKIT_POSTGRES_DSN"), "PostgreSQL DSN (default $ASIDEKIT_POSTGRES_DSN)")
 	flag.DurationVar(&cfg.Duration, "duration", 4*time.Minute, "how long faults are injected")
 	flag.IntVar(&cfg.Procs, "procs", 4, "simulated processes")
