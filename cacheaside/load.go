@@ -58,7 +58,7 @@ func (e *Entity[T]) filled(ctx context.Context, call *script.Call, n int) bool {
 	if n&fillEpoch != 0 {
 		e.ctr.settled.Add(1)
 		e.ctr.inc(EventRejectedSet)
-		e.c.settle.changed(ctx, call.Args[7].(string))
+		e.c.settle.changed(ctx, call.Args[fillArgEpoch].(string))
 		return false
 	}
 	if n&fillStored == 0 {
@@ -79,6 +79,10 @@ func (e *Entity[T]) leaseLost(key string) {
 // leaseLostHook, when set (by tests), is called with the entry key of
 // every lease counted lost.
 var leaseLostHook atomic.Pointer[func(key string)]
+
+// fillArgEpoch is the index in a fillCall's Args of the epoch marker's
+// value (fill.lua's ARGV[9]), present when its Keys name the marker.
+const fillArgEpoch = 8
 
 // maxAnnounced is the largest entry that fill.lua sends to the waiters
 // with its announcement, sparing them a round trip to read it.
