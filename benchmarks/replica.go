@@ -20,8 +20,15 @@ const (
 	// MetricPrimaryLoadShare is the share of the cache misses' loads that
 	// ran on the primary.
 	MetricPrimaryLoadShare = "primary_load_share"
-	MetricMissP50          = "miss_p50_ms"
-	MetricMissP99          = "miss_p99_ms"
+	// MetricRedirectedLag and MetricRedirectedUnknown count the measured
+	// phase's loads sent to the primary because the replica had not
+	// replayed the position the ids' versions record, or because that
+	// position could not be read (after the warm-up read of every row:
+	// none expected).
+	MetricRedirectedLag     = "redirected_lag"
+	MetricRedirectedUnknown = "redirected_unknown"
+	MetricMissP50           = "miss_p50_ms"
+	MetricMissP99           = "miss_p99_ms"
 	// MetricStaleLoads counts the distinct (row, version) loads older
 	// than a write acknowledged before the load began, stored or not.
 	MetricStaleLoads = "stale_loads"

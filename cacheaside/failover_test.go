@@ -183,6 +183,9 @@ func testLostInvalidation(t *testing.T, acks int) {
 		t.Fatal(err)
 	}
 	r.waitPending(t, ctx, 0)
+	// The Cache saw the master fail: it stores nothing until its settle
+	// window (Options.SettleWindow) has passed.
+	waitFor(t, time.Minute, func() bool { return !r.c.Settling() })
 	if u := r.get(t, ctx, "1"); u.Ver != 2 {
 		t.Fatalf("after the retry: Get = %+v, want version 2", u)
 	}
