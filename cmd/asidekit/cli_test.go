@@ -27,7 +27,18 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-func TestMain(m *testing.M) { testcontainers.Main(m) }
+// TestMain is the CLI itself when the test binary runs under the name
+// asidekit (buildCLI's link): the tests run the command as a user does, in
+// a process of its own, without a separate build of it.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == cliName {
+		main()
+	}
+	testcontainers.Main(m)
+}
+
+// cliName is the name under which the test binary is the CLI.
+const cliName = "asidekit"
 
 // Product is the test's model: no json tags, so the cached documents
 // name fields as Go does (UpdatedAt) and the rows as PostgreSQL does
@@ -51,14 +62,18 @@ type cliEnv struct {
 	rn          *testcontainers.RedisNamespace
 }
 
-// buildCLI builds the binary once for the test (the build is what costs;
-// each run is cheap).
+// buildCLI returns the command to run: a link named asidekit to the test
+// binary, which TestMain turns into the CLI (the same package main, built
+// once with the tests instead of by a second go build).
 func buildCLI(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "asidekit")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	self, err := os.Executable()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), cliName)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -243,6 +258,7 @@ func TestCLI(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("get and getby agree", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, bin)
 		p := Product{ID: 42, Slug: "lamp", Name: "Lamp", Price: 1999}
 		if err := e.products.Put(ctx, &p); err != nil {
@@ -282,6 +298,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("disagreement and invalidate", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, bin)
 		p := Product{ID: 1, Slug: "chair", Name: "Chair", Price: 500}
 		if err := e.products.Put(ctx, &p); err != nil {
@@ -377,10 +394,11 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
-	t.Run("operations", func(t *testing.T) { testOperations(t, bin) })
-	t.Run("server overrides", func(t *testing.T) { testOverrides(t, bin) })
+	t.Run("operations", func(t *testing.T) { t.Parallel(); testOperations(t, bin) })
+	t.Run("server overrides", func(t *testing.T) { t.Parallel(); testOverrides(t, bin) })
 
 	t.Run("cdc slot", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnvWith(t, bin, testcontainers.LogicalPostgres(t), testcontainers.Redis(t))
 		slot := "cli_" + strings.ToLower(strings.NewReplacer("-", "_", ":", "_").Replace(e.ns))
 		editConfig(t, e.config, func(c *Config) { c.CDCSlot = slot })
@@ -441,6 +459,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnvOn(t, bin, testcontainers.RedisCluster(t))
 		for id := int64(1); id <= 20; id++ {
 			p := Product{ID: id, Slug: fmt.Sprint("p", id), Name: "P"}
@@ -473,6 +492,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("inspect skips what changes", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, bin)
 		p := Product{ID: 3, Slug: "shelf", Name: "Shelf"}
 		if err := e.products.Put(ctx, &p); err != nil {
@@ -517,6 +537,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, bin)
 		p := Product{ID: 5, Slug: "desk", Name: "Desk"}
 		if err := e.products.Put(ctx, &p); err != nil {
