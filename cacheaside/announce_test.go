@@ -40,12 +40,15 @@ func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int
 	client.AddHook(&rt)
 	wc := newCache(t, client, r.Namespace, nil)
 	wc.recheck = time.Hour // only the notification can wake the waiter
+	start := rt.n.Load()   // the Cache's own epoch learning is not the waiter's
 	waiter := newEntity[user](t, wc, "hot", p)
 	name := string(make([]byte, size))
 	g := startHeldLoad(t, holder, waiter, name)
 	waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 1 })
-	// The waiter re-checks once after subscribing: wait for that call too.
-	waitFor(t, 10*time.Second, func() bool { return rt.n.Load() >= 3 })
+	// The GET, the lease, and the re-check once subscribed: wait for that
+	// call too, and for the subscription, so that no announcement is missed.
+	waitFor(t, 10*time.Second, func() bool { return rt.n.Load()-start >= 3 })
+	waitFor(t, 10*time.Second, func() bool { return wc.hub.fanout().LiveNow() })
 	before := rt.n.Load()
 	if res := g.finish(t); res.err != nil || res.u.Name != name {
 		t.Fatalf("waiter: %v, name of %d bytes", res.err, len(res.u.Name))
@@ -68,6 +71,7 @@ func TestGetMany_announcedValues(t *testing.T) {
 			client.AddHook(&rt)
 			wc := newCache(t, client, r.Namespace, nil)
 			wc.recheck = time.Hour // only the announcements can wake the waiter
+			start := rt.n.Load()   // the Cache's own epoch learning is not the waiter's
 			waiter := newEntity[user](t, wc, "hot", p)
 			ctx := context.Background()
 			release := map[string]func() error{}
@@ -89,7 +93,7 @@ func TestGetMany_announcedValues(t *testing.T) {
 			}()
 			// The MGET, the leases, the re-check once subscribed; and the
 			// subscription confirmed, so that no announcement is missed.
-			waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 2 && rt.n.Load() >= 3 })
+			waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 2 && rt.n.Load()-start >= 3 })
 			waitFor(t, 10*time.Second, func() bool { return wc.hub.fanout().LiveNow() })
 			before := rt.n.Load()
 			for _, id := range []string{"1", "2"} {

@@ -10,7 +10,10 @@ import (
 // The failover phase on its own, with ReplicaAcks (no violation) and
 // without (the promoted replica serves entries older than writes its
 // master acknowledged: the check fails without the rule).
+// Both run in parallel with the other rule-on tests: the rule is the
+// run's own (Config.noReplicaAcks), not a process-wide switch.
 func TestFailover_phase(t *testing.T) {
+	t.Parallel()
 	pg := testcontainers.Postgres(t)
 	for _, off := range []bool{false, true} {
 		cfg := Config{PostgresDSN: pg.DSN, Seed: 13, Procs: 2, Goroutines: 2, noReplicaAcks: off}

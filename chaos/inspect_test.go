@@ -27,6 +27,7 @@ func TestDisagree(t *testing.T) {
 // end-of-run inspection reports, so it agrees with a converge check that
 // found it divergent and disagrees with one that did not.
 func TestRun_inspect_planted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := testcontainers.Postgres(t)
 	rn := &run{cfg: Config{Keys: 3, Log: io.Discard}, clk: newClock(), keys: map[int64]*keyState{}}

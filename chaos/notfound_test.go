@@ -17,31 +17,41 @@ import (
 // the "Redis restarted empty (Bloom)" row has no violation, and the
 // filters rebuild themselves; with testswitch.FilterTrustOff the emptied
 // filters answer "absent" for existing rows and the row fails.
+//
+// The rule-on test runs in parallel with the other rule-on tests, the
+// rule-off one alone (the switch is process-wide).
 func TestNotFound_redisRestartedEmpty(t *testing.T) {
-	pg := testcontainers.Postgres(t)
+	t.Parallel()
+	testRestartedEmpty(t, false)
+}
+
+func TestNotFound_redisRestartedEmpty_ruleOff(t *testing.T) {
+	testswitch.FilterTrustOff.Store(true)
 	defer testswitch.FilterTrustOff.Store(false)
-	for _, off := range []bool{false, true} {
-		testswitch.FilterTrustOff.Store(off)
-		nf := restartedEmpty(t, pg.DSN)
-		rep := &Report{}
-		rep.addNotFound(nf)
-		t.Logf("FilterTrustOff %v: %+v; %s", off, rep.Rows[0], rep.Notes[0])
-		if nf.reads == 0 || nf.afterRestart == 0 || nf.faults != 1 {
-			t.Errorf("FilterTrustOff %v: %d reads, %d after the restart, %d restarts hit a read", off, nf.reads, nf.afterRestart, nf.faults)
+	testRestartedEmpty(t, true)
+}
+
+func testRestartedEmpty(t *testing.T, off bool) {
+	pg := testcontainers.Postgres(t)
+	nf := restartedEmpty(t, pg.DSN)
+	rep := &Report{}
+	rep.addNotFound(nf)
+	t.Logf("FilterTrustOff %v: %+v; %s", off, rep.Rows[0], rep.Notes[0])
+	if nf.reads == 0 || nf.afterRestart == 0 || nf.faults != 1 {
+		t.Errorf("FilterTrustOff %v: %d reads, %d after the restart, %d restarts hit a read", off, nf.reads, nf.afterRestart, nf.faults)
+	}
+	switch {
+	case !off:
+		for _, v := range nf.vs {
+			t.Errorf("rule on: %s", v.Msg)
 		}
-		switch {
-		case !off:
-			for _, v := range nf.vs {
-				t.Errorf("rule on: %s", v.Msg)
-			}
-			if nf.blooms.autoRebuilds == 0 || nf.blooms.untrustedChecks == 0 {
-				t.Errorf("rule on: %+v, want untrusted checks and automatic rebuilds", nf.blooms)
-			}
-		case len(nf.vs) == 0:
-			t.Error("FilterTrustOff: no wrong not-found after the restart: the check proves nothing")
-		default:
-			t.Logf("FilterTrustOff: %d violations, the first: %s", len(nf.vs), nf.vs[0].Msg)
+		if nf.blooms.autoRebuilds == 0 || nf.blooms.untrustedChecks == 0 {
+			t.Errorf("rule on: %+v, want untrusted checks and automatic rebuilds", nf.blooms)
 		}
+	case len(nf.vs) == 0:
+		t.Error("FilterTrustOff: no wrong not-found after the restart: the check proves nothing")
+	default:
+		t.Logf("FilterTrustOff: %d violations, the first: %s", len(nf.vs), nf.vs[0].Msg)
 	}
 }
 

@@ -16,6 +16,7 @@ func TestMain(m *testing.M) { testcontainers.Main(m) }
 // checker saw operations (the inspector, entries inspected), that faults were injected, and that a correct
 // build breaks no promise.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	pg := testcontainers.Postgres(t)
 	var progress bytes.Buffer
 	defer func() {

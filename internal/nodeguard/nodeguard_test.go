@@ -144,17 +144,24 @@ func TestGuard_off(t *testing.T) {
 // blocking command may outlast the guard's deadline.
 func TestGuard_repliesAndBlocking(t *testing.T) {
 	c, _, ns := proxied(t)
-	set, release := Install(c, Options{Threshold: 1, Timeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	// A connection dialled first: on a busy machine the dial through the
+	// proxy may outlast the deadline, which is not what this test is about.
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline is well below BLPOP's block, well above a busy
+	// machine's reply time.
+	set, release := Install(c, Options{Threshold: 1, Timeout: 400 * time.Millisecond})
 	defer release()
 	g := set.Guards()[c.Options().Addr]
-	ctx := context.Background()
 	if err := c.Do(ctx, "NOSUCHCOMMAND").Err(); err == nil {
 		t.Fatal("no error for an unknown command")
 	}
 	if err := c.Get(ctx, ns+":absent").Err(); err != redis.Nil {
 		t.Fatalf("GET absent: %v", err)
 	}
-	if err := c.BLPop(ctx, time.Second, ns+":list").Err(); err != redis.Nil {
+	if err := c.BLPop(ctx, 1500*time.Millisecond, ns+":list").Err(); err != redis.Nil {
 		t.Fatalf("BLPOP past the guard's deadline: err = %v, want redis.Nil", err)
 	}
 	if g.Down() {
