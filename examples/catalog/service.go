@@ -34,6 +34,7 @@ type Config struct {
 	Namespace   string
 	Seed        int
 	PerIPRate   int
+	PerIPPeriod time.Duration // what PerIPRate counts over; 0 means a second
 	PerIPBurst  int
 }
 
@@ -122,7 +123,11 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 	// The Kit's default: while Redis is down the limiter limits in this
 	// process (each process at the whole limit, Config.Processes being 1),
 	// so an outage serves every request within the limit instead of 503.
-	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: limit.PerSecond(cfg.PerIPRate), Burst: cfg.PerIPBurst},
+	rate := limit.PerSecond(cfg.PerIPRate)
+	if cfg.PerIPPeriod > 0 {
+		rate.Period = cfg.PerIPPeriod
+	}
+	s.limiter, err = limit.NewTokenBucket(s.rdb, limit.TokenBucket{Rate: rate, Burst: cfg.PerIPBurst},
 		kit.LimitOptions(lopts))
 	if err != nil {
 		return nil, err
