@@ -455,6 +455,48 @@ func TestGetMany_holderFails(t *testing.T) {
 	}
 }
 
+// With every leasing strategy, one expiry costs one load only while
+// loads succeed: a holder whose load fails (here its database link, as a
+// fault leaves a pooled connection broken) gives its leases up, and a
+// waiter loads the ids again. So the chaos loads check's "one load per
+// expiry" holds for AsyncRefresh and EarlyRefresh as for Mutex, plus one
+// load per failed load (EventLoadError), which the check counts among the
+// events that explain a load.
+func TestGetMany_holderFails_everyLeasingStrategy(t *testing.T) {
+	for _, s := range []Strategy{Mutex, AsyncRefresh, EarlyRefresh} {
+		t.Run(s.String(), func(t *testing.T) {
+			r := testcontainers.Redis(t)
+			p := Policy{Strategy: s, LockTTL: time.Minute, WaitTimeout: time.Minute}
+			holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+			waiter := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
+			release := make(chan struct{})
+			held := holdLeases(t, holder, []string{"1"}, release)
+			b := &batchLoader{}
+			done := make(chan error, 1)
+			go func() {
+				_, err := waiter.Get(context.Background(), "1", func(ctx context.Context, id string) (user, error) {
+					got, err := b.load(ctx, []string{id})
+					return got[id], err
+				})
+				done <- err
+			}()
+			waitFor(t, 10*time.Second, func() bool { return waiter.Stats().LockWaits == 1 })
+			close(release)
+			if err := <-held; err == nil {
+				t.Fatal("the holder's load did not fail")
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			b.checkLoads(t, []string{"1"}, 1)
+			hs, ws := holder.Stats(), waiter.Stats()
+			if hs.LoadErrors != 1 || ws.Loads != 1 || hs.LeasesLost+ws.LeasesLost != 0 {
+				t.Fatalf("holder %+v, waiter %+v: want one failed load, then one load, no lease lost", hs, ws)
+			}
+		})
+	}
+}
+
 // Ids whose holder never finishes are missing after WaitTimeout, with
 // ErrWaitTimeout counted per id; the rest of the batch is returned.
 func TestGetMany_waitTimeout(t *testing.T) {
