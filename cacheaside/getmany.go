@@ -194,8 +194,8 @@ func (e *Entity[T]) storeMany(ctx context.Context, items []item, found map[strin
 	var release []item // nothing to store
 	defer func() { e.releaseLeases(ctx, release) }()
 	if e.settling() { // see settle.go
-		for range items {
-			e.ctr.inc(EventRejectedSet)
+		for _, it := range items {
+			e.rejectedSet(it.key, rejectedSettling)
 		}
 		release = items
 		return

@@ -57,12 +57,12 @@ func (e *Entity[T]) filled(ctx context.Context, call *script.Call, n int) bool {
 	}
 	if n&fillEpoch != 0 {
 		e.ctr.settled.Add(1)
-		e.ctr.inc(EventRejectedSet)
+		e.rejectedSet(key, rejectedEpoch)
 		e.c.settle.changed(ctx, call.Args[fillArgEpoch].(string))
 		return false
 	}
 	if n&fillStored == 0 {
-		e.ctr.inc(EventRejectedSet)
+		e.rejectedSet(key, rejectedVersion)
 		return false
 	}
 	return true
@@ -79,6 +79,25 @@ func (e *Entity[T]) leaseLost(key string) {
 // leaseLostHook, when set (by tests), is called with the entry key of
 // every lease counted lost.
 var leaseLostHook atomic.Pointer[func(key string)]
+
+// Why a store after a load was refused (EventRejectedSet).
+const (
+	rejectedVersion  = "version"  // fill.lua: the id's version changed since the load began
+	rejectedEpoch    = "epoch"    // fill.lua: the epoch marker changed (see settle.go)
+	rejectedSettling = "settling" // not sent: the Cache settles (see settle.go)
+)
+
+// rejectedSet counts a store of the entry key refused for reason.
+func (e *Entity[T]) rejectedSet(key, reason string) {
+	e.ctr.inc(EventRejectedSet)
+	if h := rejectedSetHook.Load(); h != nil {
+		(*h)(key, reason)
+	}
+}
+
+// rejectedSetHook, when set (by tests), is called with the entry key and
+// the reason of every store counted refused.
+var rejectedSetHook atomic.Pointer[func(key, reason string)]
 
 // fillArgEpoch is the index in a fillCall's Args of the epoch marker's
 // value (fill.lua's ARGV[9]), present when its Keys name the marker.

@@ -407,7 +407,7 @@ func (e *Entity[T]) finish(ctx context.Context, r request[T], v T, d time.Durati
 // must be released even if the caller has gone.
 func (e *Entity[T]) store(ctx context.Context, it item, v T, found bool, d time.Duration) outcome {
 	if e.settling() { // see settle.go: the load may be older than a write whose invalidation waits
-		e.ctr.inc(EventRejectedSet)
+		e.rejectedSet(it.key, rejectedSettling)
 		e.releaseLeases(ctx, []item{it})
 		return validLeader
 	}

@@ -89,10 +89,16 @@ type loadRound struct {
 	Why counts `json:"why,omitempty"`
 }
 
-// checkLoads finds expiries that cost more loads than the strategy allows.
+// checkLoads finds expiries that cost more loads than the strategy allows:
+// Max, plus one per failed load (load_error), since a holder whose load
+// fails gives its lease up and a waiter loads again; the strategies
+// promise one load per expiry across processes for loads that succeed.
+// After faults a pooled connection they broke can fail a burst's first
+// load: with AsyncRefresh and EarlyRefresh as with Mutex (cacheaside's
+// TestGetMany_holderFails_everyLeasingStrategy).
 func checkLoads(rounds []loadRound) (vs []Violation) {
 	for _, r := range rounds {
-		if r.Loads > r.Max {
+		if r.Loads > r.Max+r.Why["load_error"] {
 			vs = append(vs, Violation{Check: "loads", At: r.At,
 				Msg: fmt.Sprintf("%s: %d loads after one expiry, at most %d allowed (events meanwhile: %v)", r.Entity, r.Loads, r.Max, r.Why)})
 		}

@@ -190,6 +190,8 @@ func TestCheckLoads(t *testing.T) {
 	rounds := []loadRound{
 		{Entity: "hot_mutex", Loads: 1, Max: 1},
 		{Entity: "hot_asyncrefresh", Loads: 2, Max: 1, Why: counts{"lease_lost": 2, "bypass": 1}.minus(counts{"bypass": 1, "lease_lost": 1})},
+		// The first load failed: its holder gave the lease up, a waiter loaded.
+		{Entity: "hot_earlyrefresh", Loads: 2, Max: 1, Why: counts{"load_error": 1}},
 	}
 	vs := checkLoads(rounds)
 	if len(vs) != 1 {

@@ -212,7 +212,11 @@ func newLoadCounter() *loadCounter {
 
 // OnEvent counts EventLoad and EventLoadError as loads, and the events
 // after which a reader loads on its own: a skipped Redis (EventBypass), a
-// wait for another's rebuild that timed out, a lease that lapsed, and
+// Redis call that failed (EventCacheError: the reader loads uncached), a
+// wait for another's rebuild that timed out, a lease that lapsed, a
+// failed load (EventLoadError: its holder gives the lease up and a waiter
+// loads again, see cacheaside's TestGetMany_holderFails_everyLeasingStrategy;
+// after faults, a pooled connection they broke fails the first load), and
 // refreshes ahead of the expiry (AsyncRefresh, EarlyRefresh), stores
 // refused after an invalidation and background invalidation retries.
 func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duration) {
@@ -220,8 +224,14 @@ func (c *loadCounter) OnEvent(entity string, ev cacheaside.Event, _ time.Duratio
 	case cacheaside.EventLoad, cacheaside.EventLoadError:
 		c.mu.Lock()
 		c.n[entity]++
+		if ev == cacheaside.EventLoadError {
+			if c.why[entity] == nil {
+				c.why[entity] = counts{}
+			}
+			c.why[entity][ev.String()]++
+		}
 		c.mu.Unlock()
-	case cacheaside.EventBypass, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost, cacheaside.EventRefresh,
+	case cacheaside.EventBypass, cacheaside.EventCacheError, cacheaside.EventLockTimeout, cacheaside.EventLeaseLost, cacheaside.EventRefresh,
 		cacheaside.EventRejectedSet, cacheaside.EventInvalidationRetry:
 		c.mu.Lock()
 		if c.why[entity] == nil {
