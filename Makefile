@@ -33,14 +33,17 @@ all: lint test
 ## test's time is spent waiting on PostgreSQL and Redis, so two cores carry
 ## three), the longest first; each module's output is printed whole when it
 ## ends, with its time, and the target ends with one line per module.
+## TEST_P packages of a module run at once (go test -p; default 4, for the
+## same reason).
 TEST_JOBS ?= 3
+TEST_P    ?= 4
 TEST_ORDER := . chaos cmd/asidekit benchmarks benchmarks/peers metrics examples/catalog compat examples/quickstart
 test:
 	@test "$(sort $(TEST_ORDER))" = "$(sort $(MODULES))" || { echo "make test: TEST_ORDER and MODULES differ"; exit 2; }
 	@logs=$$(mktemp -d); trap 'rm -rf $$logs' EXIT; \
 	printf '%s\n' $(TEST_ORDER) | xargs -P $(TEST_JOBS) -I{} sh -c ' \
 		m={}; log=$$1/$$(echo $$m | tr / _); start=$$(date +%s); \
-		(cd $$m && $(GO) test -race -count=1 -timeout 30m ./...) >$$log.out 2>&1; rc=$$?; \
+		(cd $$m && $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m ./...) >$$log.out 2>&1; rc=$$?; \
 		echo "$$rc $$(( $$(date +%s) - start ))" >$$log.rc; \
 		{ echo "== $$m (exit $$rc, $$(( $$(date +%s) - start )) s)"; cat $$log.out; } ' _ $$logs; \
 	status=0; echo "== make test:"; for m in $(TEST_ORDER); do \
