@@ -101,8 +101,8 @@ func (w *cdcWork) play(ctx context.Context, seed uint64, d time.Duration) error 
 	var wg sync.WaitGroup
 	g := w.run.cfg.Goroutines
 	for _, p := range w.procs {
-		nw := max(1, g/2)
-		for k := range max(2, g) {
+		nw := max(2, g) // writers wait for the Invalidator: more of them
+		for k := range nw + max(1, g/2) {
 			rng := rand.New(rand.NewPCG(seed, uint64(p.id*1000+k)))
 			if k < nw {
 				wg.Go(func() { w.writeLoop(p, rng, stop) })
