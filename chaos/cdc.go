@@ -126,6 +126,7 @@ func (rn *run) cdcPhaseRun(ctx context.Context) cdcPhase {
 	}
 	ph.pairs = int(w.pairs.Load())
 	ph.ops = fr.hist.all()
+	fr.logf("cdc phase: %d operations, %d pairs, %d changes applied", len(ph.ops), ph.pairs, ph.stats.Changes)
 	ph.reads, ph.readVs, ph.lists, ph.listVs, ph.errs = checkCDC(ph.ops, ph.stats)
 	return ph
 }
