@@ -102,7 +102,8 @@ peers:
 ## ASIDEKIT_POSTGRES_DSN (it creates and drops a database of its own there)
 ## and private servers from PATH: two redis-server processes, a Redis
 ## Cluster (the failover phase), a PostgreSQL primary and streaming replica
-## (the replica phase: initdb, pg_basebackup, postgres). Four minutes of faults,
+## (the replica phase: initdb, pg_basebackup, postgres) and a PostgreSQL with
+## wal_level=logical (the CDC phase: initdb, postgres). Four minutes of faults,
 ## about five in all; prints the table of checks and exits 1 on a violation,
 ## writing the failing history to out/chaos. CHAOSFLAGS=-ci for the
 ## one-minute CI version, CHAOSFLAGS='-seed N' to replay a run.

@@ -83,7 +83,26 @@
 //     primary, never to the lagging replica); its history is checked by
 //     the reads and recovery checks, in two rows: outside and inside the
 //     combinations' windows ("replica × cache Redis") (with the
-//     replay-position check off, testswitch.ReplicaLSNOff, it fails).
+//     replay-position check off, testswitch.ReplicaLSNOff, it fails);
+//   - CDC: last, a phase of its own on a private PostgreSQL with
+//     wal_level=logical from PATH (cdc.go): a table with an integer group,
+//     a timestamptz time, an integer rank, a soft-delete column and a
+//     version, two cached queries by group (newest time first; by rank),
+//     a write-through repository and an Invalidator per process on one
+//     slot (the first holds it, the others stand by). Plain-SQL INSERT,
+//     UPDATE (moves, new times and ranks), soft delete, undelete and
+//     DELETE, each ended when its process's Invalidator applied it
+//     (pg_current_wal_lsn, then Wait); write-through Update and Put; and
+//     pairs of a write-through Update (through a process whose cache link
+//     is slowed) and a plain-SQL UPDATE of the same row at once, while
+//     every process Gets and lists. Two rows (cdc_check.go): "lists × CDC"
+//     (no list read misses a row a binding write put in its group, keeps
+//     one taken out or soft-deleted, or lists settled rows out of order;
+//     the Invalidators skipped and left undecoded no change; with the
+//     Invalidators' list upkeep off, testswitch.CDCListsOff, it fails) and
+//     "write-through × CDC" (no Get older than a binding write; with the
+//     write-through store compared with the version it finds just before
+//     it, testswitch.FillCompareOff, it fails).
 //
 // A violation writes the operations around it, the faults and the seed to a
 // file; the same seed replays the same fault schedule and the same choices

@@ -63,6 +63,9 @@ type Op struct {
 	Value int64 `json:"value,omitempty"`
 	// Token is the lock token of a hold or fenced write, the serial.
 	Token string `json:"token,omitempty"`
+	// Sort are the order values a write of the CDC phase left the row
+	// with, one per query: its time (Unix microseconds) and its rank.
+	Sort []int64 `json:"sort,omitempty"`
 	// Until is the end of a hold's validity (its refresh's start + ttl).
 	Until   time.Duration `json:"until,omitempty"`
 	Applied Applied       `json:"applied,omitempty"`

@@ -165,7 +165,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, rph.err
 	}
 	rep.addReplica(rph)
-	rn.phaseOps = map[string][]Op{"failover": ph.ops, "replica": rph.ops}
+	rn.logf("cdc phase: a private PostgreSQL with wal_level=logical from PATH")
+	cph := rn.cdcPhaseRun(ctx)
+	if cph.err != nil {
+		return nil, cph.err
+	}
+	rep.addCDC(cph)
+	rn.phaseOps = map[string][]Op{"failover": ph.ops, "replica": rph.ops, "cdc": cph.ops}
 	if len(rep.Violations) > 0 {
 		if rep.FailureFile, err = rn.writeFailure(rep); err != nil {
 			return rep, err

@@ -38,8 +38,8 @@ func TestRun(t *testing.T) {
 	if len(rep.Faults) == 0 {
 		t.Error("no fault was injected")
 	}
-	if len(rep.Rows) != 15 {
-		t.Fatalf("%d rows, want 15", len(rep.Rows))
+	if len(rep.Rows) != 17 {
+		t.Fatalf("%d rows, want 17", len(rep.Rows))
 	}
 	if row := rep.Rows[2]; !strings.HasPrefix(row.Check, "inspector") || row.Operations == 0 {
 		t.Errorf("row 3 = %+v, want the inspector's with entries inspected", row)

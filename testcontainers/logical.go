@@ -82,3 +82,50 @@ func PrivateLogicalPostgres(t testing.TB, settings ...string) *PostgresDB {
 	admin, src, err := startPostgresServer("private PostgreSQL with wal_level=logical", nil, args...)
 	return databaseOn(t, admin, src, err)
 }
+
+// LogicalServer is a private PostgreSQL server with wal_level=logical,
+// started from the initdb and postgres binaries on PATH on a free loopback
+// port, outside a test (StartLogicalPostgres).
+type LogicalServer struct {
+	// DB is a fresh database on the server.
+	DB *PostgresDB
+
+	server *binServer
+	drop   func() error
+}
+
+// StartLogicalPostgres is PrivateLogicalPostgres outside a test (the chaos
+// suite's CDC phase uses it): a server of its own from binaries on PATH
+// (never the environment's server or Docker), with wal_level=logical and
+// settings ("name=value"), and a fresh database on it. The caller stops
+// the server with Close.
+func StartLogicalPostgres(settings ...string) (*LogicalServer, error) {
+	args := append([]string(nil), logicalArgs...)
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	server, err := startPGServer(args...)
+	if err != nil {
+		return nil, err
+	}
+	db, drop, err := createDatabase(server.dsn, "ak_test_")
+	if err != nil {
+		server.p.Stop()
+		return nil, err
+	}
+	db.Source = SourceBinary
+	return &LogicalServer{DB: db, server: server, drop: drop}, nil
+}
+
+// Close drops the database (its replication slots must be dropped
+// first) and stops the server. It may be called more than once.
+func (s *LogicalServer) Close() {
+	if s.drop != nil {
+		_ = s.drop()
+		s.drop = nil
+	}
+	if s.server != nil {
+		s.server.p.Stop()
+		s.server = nil
+	}
+}

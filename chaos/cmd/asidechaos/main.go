@@ -3,7 +3,8 @@
 // (the run creates and drops a database of its own there) and private
 // servers started from PATH: two redis-server processes, a Redis Cluster
 // for the failover phase, a PostgreSQL primary and streaming replica for
-// the replica phase. It prints the table of checks
+// the replica phase, a PostgreSQL with wal_level=logical for the CDC
+// phase. It prints the table of checks
 // and exits 1 when a check found a violation, writing the failing history
 // with the seed that replays it.
 //
