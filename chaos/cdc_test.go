@@ -19,58 +19,71 @@ import (
 // (testswitch.FillCompareOff), a pair's late store puts the repository's
 // row over the plain-SQL one that committed after it, which the
 // Invalidator had already applied: the write-through row fails.
+//
+// The rule-on test runs in parallel with the other rule-on tests; the
+// rule-off ones, shorter, alone (the switches are process-wide).
 func TestCDC_phase(t *testing.T) {
-	pg := testcontainers.Postgres(t)
-	for _, tc := range []struct {
-		name string
-		off  *atomic.Bool
-		row  int // the row that must fail with the rule off
-	}{
-		{"rule", nil, -1},
+	t.Parallel()
+	testCDCPhase(t, cdcCase{"rule", nil, -1}, 24*time.Second)
+}
+
+func TestCDC_phase_ruleOff(t *testing.T) {
+	for _, tc := range []cdcCase{
 		{"listsOff", &testswitch.CDCListsOff, 0},
 		{"fillCompareOff", &testswitch.FillCompareOff, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{PostgresDSN: pg.DSN, Seed: 23, Procs: 2, Goroutines: 4, Duration: 24 * time.Second}
-			cfg.defaults()
-			ctx := context.Background()
-			env, err := openEnv(ctx, cfg.PostgresDSN, cfg.Seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer env.close()
-			if tc.off != nil {
-				tc.off.Store(true)
-				defer tc.off.Store(false)
-			}
-			rn := &run{cfg: cfg, clk: newClock(), env: env}
-			ph := rn.cdcPhaseRun(ctx)
-			if ph.err != nil {
-				t.Fatal(ph.err)
-			}
-			rep := &Report{}
-			rep.addCDC(ph)
-			t.Logf("%+v; %+v; %s", rep.Rows[0], rep.Rows[1], rep.Notes[0])
-			if ph.reads == 0 || ph.lists == 0 || ph.pairs == 0 {
-				t.Errorf("%d Gets, %d list reads, %d pairs: want some of each", ph.reads, ph.lists, ph.pairs)
-			}
-			if ph.stats.Changes == 0 {
-				t.Error("the Invalidators applied no change")
-			}
-			if tc.off == nil {
-				for _, v := range rep.Violations {
-					t.Errorf("%s: %s", v.Check, v.Msg)
-				}
-				return
-			}
-			if rep.Rows[tc.row].Violations == 0 {
-				t.Errorf("%s off: row %q has no violation: the phase proves nothing", tc.name, rep.Rows[tc.row].Check)
-			}
-			for _, v := range rep.Violations {
-				t.Logf("%s off: %s", tc.name, v.Msg)
-				break
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { testCDCPhase(t, tc, 12*time.Second) })
+	}
+}
+
+// cdcCase is a rule switched off (none: nil) and the report row that must
+// fail then.
+type cdcCase struct {
+	name string
+	off  *atomic.Bool
+	row  int
+}
+
+func testCDCPhase(t *testing.T, tc cdcCase, dur time.Duration) {
+	pg := testcontainers.Postgres(t)
+	cfg := Config{PostgresDSN: pg.DSN, Seed: 23, Procs: 2, Goroutines: 4, Duration: dur}
+	cfg.defaults()
+	ctx := context.Background()
+	env, err := openEnv(ctx, cfg.PostgresDSN, cfg.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.close()
+	if tc.off != nil {
+		tc.off.Store(true)
+		defer tc.off.Store(false)
+	}
+	rn := &run{cfg: cfg, clk: newClock(), env: env}
+	ph := rn.cdcPhaseRun(ctx)
+	if ph.err != nil {
+		t.Fatal(ph.err)
+	}
+	rep := &Report{}
+	rep.addCDC(ph)
+	t.Logf("%+v; %+v; %s", rep.Rows[0], rep.Rows[1], rep.Notes[0])
+	if ph.reads == 0 || ph.lists == 0 || ph.pairs == 0 {
+		t.Errorf("%d Gets, %d list reads, %d pairs: want some of each", ph.reads, ph.lists, ph.pairs)
+	}
+	if ph.stats.Changes == 0 {
+		t.Error("the Invalidators applied no change")
+	}
+	if tc.off == nil {
+		for _, v := range rep.Violations {
+			t.Errorf("%s: %s", v.Check, v.Msg)
+		}
+		return
+	}
+	if rep.Rows[tc.row].Violations == 0 {
+		t.Errorf("%s off: row %q has no violation: the phase proves nothing", tc.name, rep.Rows[tc.row].Check)
+	}
+	for _, v := range rep.Violations {
+		t.Logf("%s off: %s", tc.name, v.Msg)
+		break
 	}
 }
 
