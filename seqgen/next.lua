@@ -30,8 +30,11 @@ local n = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local upto = ARGV[6] == '1'
 
+-- A replayed call (same token) finds the lease its first run took: it
+-- holds it still, rather than leave it to expire unused.
 local function lease()
-  if redis.call('SET', KEYS[3], ARGV[4], 'NX', 'PX', ARGV[5]) then
+  if redis.call('SET', KEYS[3], ARGV[4], 'NX', 'PX', ARGV[5])
+      or redis.call('GET', KEYS[3]) == ARGV[4] then
     return 1
   end
   return 0
