@@ -160,7 +160,8 @@ func (g *Generator) NextN(ctx context.Context, biz string, n int) ([]string, err
 }
 
 // Close stops background refills and waits for them to end. It does not
-// close the Redis client or the DB. Calls after Close return ErrClosed.
+// close the Redis client or the DB. Calls after Close return ErrClosed, and
+// so do joined Next calls still waiting for their number.
 func (g *Generator) Close() error {
 	g.mu.Lock()
 	g.closed.Store(true)
