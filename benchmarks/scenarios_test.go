@@ -227,7 +227,7 @@ func TestScenarios_real(t *testing.T) {
 		}
 		logRows(t, res)
 		results = append(results, res)
-		for _, v := range []string{"seqgen", "seqgen_nextn", "seqgen_keys_lost", "nextval"} {
+		for _, v := range []string{"seqgen", "seqgen_unbatched", "seqgen_nextn", "seqgen_keys_lost", "nextval"} {
 			if got := metric(t, res, v, benchmarks.MetricDuplicates); got != 0 {
 				t.Errorf("%s: %v duplicates", v, got)
 			}
@@ -237,6 +237,16 @@ func TestScenarios_real(t *testing.T) {
 			if got := metric(t, res, v, benchmarks.MetricErrors); got != 0 {
 				t.Errorf("%s: errors = %v", v, got)
 			}
+			if got := metric(t, res, v, benchmarks.MetricRatio); got <= 0 {
+				t.Errorf("%s: ratio = %v, want ids_per_sec over nextval's", v, got)
+			}
+		}
+		if got := metric(t, res, "nextval", benchmarks.MetricRatio); got != 1 {
+			t.Errorf("nextval: ratio = %v, want 1 (the reference)", got)
+		}
+		// Joined calls: fewer Redis round trips than ids.
+		if rt, ids := metric(t, res, "seqgen", benchmarks.MetricRedisRoundTrips), metric(t, res, "seqgen", "ids"); rt >= ids {
+			t.Errorf("seqgen: %v Redis round trips for %v ids, want fewer (calls join)", rt, ids)
 		}
 	})
 
@@ -305,7 +315,7 @@ func checkJSON(t *testing.T, results []benchmarks.Result) {
 		"breakdown":   {"db_loads", "db_loads_per_expiry", "errors", "p50_ms", "p99_ms", "max_ms", "burst_p99_ms"},
 		"avalanche":   {"db_loads", "peak_db_loads_per_100ms", "db_loads_per_100ms"},
 		"hit":         {"ns_per_op", "ratio", "allocs_per_op"},
-		"seqgen":      {"duplicates", "ids_per_sec", "requests"},
+		"seqgen":      {"duplicates", "ids_per_sec", "ratio", "requests"},
 		"local_invalidation": {"invalidation_p50_ms", "invalidation_p99_ms", "invalidation_max_ms",
 			"stale_reads_after_window", "requests", "errors"},
 	}

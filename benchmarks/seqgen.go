@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,19 +27,22 @@ type seqVariant struct {
 }
 
 // RunSeqgen issues p.Ops serials per variant from p.Instances ×
-// p.Goroutines goroutines: seqgen's Next (one Generator per process),
-// NextN in batches of p.Batch, Next with the Redis keys deleted halfway
-// (the generators re-seed from the DB mark), and the database's own
-// sequence (nextval on PostgreSQL, an UPDATE … RETURNING counter row on
-// SQLite). Rows report ids_per_sec, duplicates, requests, errors,
-// latencies, db_loads and redis_round_trips.
+// p.Goroutines goroutines: seqgen's Next (one Generator per process; the
+// concurrent calls of a process join in one Redis round trip), Next with
+// joining off (Options.MaxBatch 1: one round trip per id), NextN in
+// batches of p.Batch, Next with the Redis keys deleted halfway (the
+// generators re-seed from the DB mark), and the database's own sequence
+// (nextval on PostgreSQL, an UPDATE … RETURNING counter row on SQLite).
+// Rows report ids_per_sec, ratio (ids_per_sec over nextval's in the same
+// run), duplicates, requests, errors, latencies, db_loads and
+// redis_round_trips.
 func RunSeqgen(ctx context.Context, env *Env, p SeqgenParams) (Result, error) {
 	p.Ops = max(p.Ops, 1)
 	p.Batch = max(p.Batch, 1)
 	res := Result{Scenario: "seqgen", Backend: env.Backend, Params: paramsMap(p)}
-	gen := func(ns, biz string, batch int) func(i int) (func(context.Context) ([]string, error), func(), error) {
+	gen := func(ns, biz string, batch, maxBatch int) func(i int) (func(context.Context) ([]string, error), func(), error) {
 		return func(int) (func(context.Context) ([]string, error), func(), error) {
-			opts := &seqgen.Options{Namespace: ns, Width: 9}
+			opts := &seqgen.Options{Namespace: ns, Width: 9, MaxBatch: maxBatch}
 			if env.EmbeddedRedis {
 				// miniredis runs in this process: a late reply means a
 				// starved scheduler, not a Redis down, and the fallback
@@ -61,9 +65,10 @@ func RunSeqgen(ctx context.Context, env *Env, p SeqgenParams) (Result, error) {
 	}
 	lostNS := env.Sub("seqgen_keys_lost")
 	variants := []seqVariant{
-		{name: "seqgen", notes: "Generator.Next: one Redis round trip, DB segments reserved ahead", open: gen(env.Sub("seqgen"), "ORD", 1)},
-		{name: "seqgen_nextn", notes: fmt.Sprintf("Generator.NextN(%d)", p.Batch), open: gen(env.Sub("seqgen_nextn"), "ORDN", p.Batch)},
-		{name: "seqgen_keys_lost", notes: "Next, with the Redis keys deleted halfway: re-seeded from the DB mark", open: gen(lostNS, "ORDK", 1),
+		{name: "seqgen", notes: "Generator.Next: a process's concurrent calls join in one Redis round trip, DB segments reserved ahead", open: gen(env.Sub("seqgen"), "ORD", 1, 0)},
+		{name: "seqgen_unbatched", notes: "Next with MaxBatch 1: one Redis round trip per id", open: gen(env.Sub("seqgen_unbatched"), "ORDU", 1, 1)},
+		{name: "seqgen_nextn", notes: fmt.Sprintf("Generator.NextN(%d)", p.Batch), open: gen(env.Sub("seqgen_nextn"), "ORDN", p.Batch, 0)},
+		{name: "seqgen_keys_lost", notes: "Next, with the Redis keys deleted halfway: re-seeded from the DB mark", open: gen(lostNS, "ORDK", 1, 0),
 			midway: func(ctx context.Context) error { return testcontainers.DeleteNamespace(ctx, env.admin, lostNS) }},
 		{name: "nextval", notes: "the database's own sequence, one statement per id", open: env.dbSequence},
 	}
@@ -77,7 +82,29 @@ func RunSeqgen(ctx context.Context, env *Env, p SeqgenParams) (Result, error) {
 		}
 		res.Rows = append(res.Rows, row)
 	}
+	setSeqRatios(res.Rows)
 	return res, nil
+}
+
+// setSeqRatios gives each row a ratio, next to its ids_per_sec: that over
+// nextval's.
+func setSeqRatios(rows []Row) {
+	var base float64
+	for _, r := range rows {
+		if r.Variant == "nextval" {
+			base, _ = r.Get(MetricIDsPerSec)
+		}
+	}
+	if base <= 0 {
+		return
+	}
+	for i := range rows {
+		ms := rows[i].Metrics
+		at := slices.IndexFunc(ms, func(m Metric) bool { return m.Name == MetricIDsPerSec })
+		if at >= 0 {
+			rows[i].Metrics = slices.Insert(ms, at+1, Metric{MetricRatio, ms[at].Value / base})
+		}
+	}
 }
 
 func runSeqVariant(ctx context.Context, env *Env, p SeqgenParams, v seqVariant) (Row, error) {

@@ -1,6 +1,7 @@
 // Package seqgen issues daily business sequence numbers such as
 // ORD2026112900001 (prefix, date, zero-padded counter) that are never
-// issued twice, from one Redis round trip per call.
+// issued twice, from one Redis round trip, which the concurrent calls of a
+// process share.
 //
 // # How it works
 //
@@ -43,13 +44,45 @@
 // numbers already issued. The lease only limits wasted numbers; safety never
 // rests on it.
 //
+// # Joined calls
+//
+// Concurrent Next calls of one Generator for the same biz and day share a
+// round trip (group commit, as cacheaside joins reads): the first call to
+// find none in flight starts a sender; calls that arrive while its script
+// call is in flight queue, and when it returns, every call queued then,
+// oldest first and up to Options.MaxBatch (default 100), goes into the
+// next script call. Nothing waits on a timer: a lone call is sent at once
+// (the sender only yields to the scheduler once after handing numbers out,
+// so that the callers it woke can queue again). The script takes up to n
+// numbers: when the segment, or the day, has fewer left, it takes what is
+// left and says how many; the first calls of the batch get them in queue
+// order, and the others go first into the next script call, after the
+// refill. The lease and the refills work as for a single call. NextN is
+// not joined (its numbers are consecutive, all or none); MaxBatch 1 turns
+// joining off.
+//
+// Joining keeps every promise above. A batch hands out exactly the
+// numbers the script's reply says it issued (its last number and its
+// count), never those it asked for: a call go-redis sends again after a
+// lost reply runs the script again and issues new numbers (the first
+// run's are skipped; a lease the first run took is still the call's, by
+// its token), and a batch that found fewer numbers than it asked for
+// hands out those only. The work of a batch (a wait for a segment, a
+// reservation, the fallback below) runs under a context of its own, which
+// ends only when every caller of the batch has left, or at Close: a caller
+// whose context ends returns at once with its error, and a number taken
+// for it is skipped (Stats.Abandoned), never handed to another caller. An
+// error (ErrExhausted, ErrUnavailable, a DB error) goes to every caller of
+// the batch. A lost reply skips up to MaxBatch numbers instead of one.
+//
 // # When Redis is down
 //
 // A Redis call that fails, or gets no reply within Options.RedisTimeout
 // (200 ms by default, whatever the client's timeouts), does not fail Next:
 // the process reserves a segment in the DB itself, with the same atomic
 // reservation a seed uses (a fresh (lo, hi] above the DB mark), and issues
-// from it in memory, one caller at a time per biz. After BreakerFailures
+// from it in memory, one caller at a time per biz (each caller of a
+// joined batch gets a number of its own). After BreakerFailures
 // failures in a row Redis is skipped for BreakerCooldown, so a dead Redis
 // costs no deadline per call; then one call at a time tries it again. A
 // call that finds the counter at its mark while another caller holds the

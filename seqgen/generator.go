@@ -83,8 +83,11 @@ type Generator struct {
 	flights map[string]*flight // guarded by mu: reservations running in this process, by counter key
 	spares  map[string]*spare  // guarded by mu: segments to issue from while Redis is down, by biz
 
+	batchers sync.Map // counter key → *batcher: joined Next calls, while any are queued
+
 	brk        breaker.Breaker // over Redis calls (redisCall)
 	noFallback bool            // tests only: fail instead of issuing from the DB when Redis is down
+	trustAsked bool            // tests only: hand out the numbers asked for, not those next.lua issued (duplicates)
 
 	ctr counters
 }
@@ -120,12 +123,24 @@ func New(client redis.UniversalClient, db *gorm.DB, opts *Options) (*Generator, 
 }
 
 // Next returns the next number of biz for today, e.g. "ORD2026112900001".
+// Concurrent calls for the same biz and day join: one Redis round trip
+// serves every call that arrived while the previous one was in flight, up
+// to Options.MaxBatch (see the package doc, "Joined calls").
 func (g *Generator) Next(ctx context.Context, biz string) (string, error) {
-	first, day, err := g.take(ctx, biz, 1)
+	day, k, err := g.begin(ctx, biz, 1)
 	if err != nil {
 		return "", err
 	}
-	return format(day.Prefix, first, g.opts.Width), nil
+	var v int64
+	if g.opts.MaxBatch == 1 {
+		v, err = g.takeAt(ctx, biz, day, k, 1)
+	} else {
+		v, err = g.nextJoined(ctx, biz, day, k)
+	}
+	if err != nil {
+		return "", err
+	}
+	return format(day.Prefix, v, g.opts.Width), nil
 }
 
 // NextN returns n consecutive numbers of biz for today, from one Redis
@@ -145,7 +160,8 @@ func (g *Generator) NextN(ctx context.Context, biz string, n int) ([]string, err
 }
 
 // Close stops background refills and waits for them to end. It does not
-// close the Redis client or the DB. Calls after Close return ErrClosed.
+// close the Redis client or the DB. Calls after Close return ErrClosed, and
+// so do joined Next calls still waiting for their number.
 func (g *Generator) Close() error {
 	g.mu.Lock()
 	g.closed.Store(true)
@@ -157,40 +173,64 @@ func (g *Generator) Close() error {
 
 // take issues n numbers of biz and returns the first and the day.
 func (g *Generator) take(ctx context.Context, biz string, n int64) (int64, Day, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, Day{}, err
-	}
-	if g.closed.Load() {
-		return 0, Day{}, ErrClosed
-	}
-	escBiz, err := checkBiz(biz)
+	day, k, err := g.begin(ctx, biz, n)
 	if err != nil {
 		return 0, Day{}, err
 	}
-	if n < 1 || n > g.opts.Segment {
-		return 0, Day{}, fmt.Errorf("%w: batch of %d, want 1 to %d", ErrInvalid, n, g.opts.Segment)
-	}
-	day, err := g.today(biz)
-	if err != nil {
-		return 0, Day{}, err
-	}
-	first, err := g.takeRedis(ctx, biz, day, g.keysFor(escBiz, day.Key), n)
-	var down redisDown
-	if err != nil && errors.As(err, &down) {
-		if g.noFallback {
-			return 0, Day{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		first, err = g.takeLocal(ctx, biz, day, n, err)
-	}
+	first, err := g.takeAt(ctx, biz, day, k, n)
 	if err != nil {
 		return 0, Day{}, err
 	}
 	return first, day, nil
 }
 
-// takeRedis issues n numbers of biz on day from the Redis counter, and
-// returns the first. Its error is a redisDown when Redis failed.
-func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset, n int64) (int64, error) {
+// begin checks a call for n numbers of biz and returns its day and keys.
+func (g *Generator) begin(ctx context.Context, biz string, n int64) (Day, keyset, error) {
+	if err := ctx.Err(); err != nil {
+		return Day{}, keyset{}, err
+	}
+	if g.closed.Load() {
+		return Day{}, keyset{}, ErrClosed
+	}
+	escBiz, err := checkBiz(biz)
+	if err != nil {
+		return Day{}, keyset{}, err
+	}
+	if n < 1 || n > g.opts.Segment {
+		return Day{}, keyset{}, fmt.Errorf("%w: batch of %d, want 1 to %d", ErrInvalid, n, g.opts.Segment)
+	}
+	day, err := g.today(biz)
+	if err != nil {
+		return Day{}, keyset{}, err
+	}
+	return day, g.keysFor(escBiz, day.Key), nil
+}
+
+// takeAt issues n numbers of biz on day, all or none, from Redis or, when
+// Redis is down, from this process's spare segment; it returns the first.
+func (g *Generator) takeAt(ctx context.Context, biz string, day Day, k keyset, n int64) (int64, error) {
+	first, _, err := g.takeRedis(ctx, biz, day, k, n, false)
+	var down redisDown
+	if err != nil && errors.As(err, &down) {
+		return g.takeDown(ctx, biz, day, n, err)
+	}
+	return first, err
+}
+
+// takeDown issues n numbers from this process's spare segment after Redis
+// failed with down (ErrUnavailable under DisableFallback).
+func (g *Generator) takeDown(ctx context.Context, biz string, day Day, n int64, down error) (int64, error) {
+	if g.noFallback {
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, down)
+	}
+	return g.takeLocal(ctx, biz, day, n, down)
+}
+
+// takeRedis issues numbers of biz on day from the Redis counter and
+// returns the first and how many: n, or with upto (a batch of joined
+// calls) between 1 and n, when the segment or the day has fewer left. Its
+// error is a redisDown when Redis failed.
+func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset, n int64, upto bool) (first, count int64, err error) {
 	retry := backoff.New(time.Millisecond, maxBackoff)
 	// A wait for another caller's reservation ends at waitUntil, set when
 	// the call starts waiting on a counter value (seen): a new value is
@@ -198,18 +238,24 @@ func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset
 	var waitUntil time.Time
 	var seen int64
 	for wasted := 0; ; {
-		r, err := g.next(ctx, k, n)
+		r, err := g.next(ctx, k, n, upto)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		switch r.status {
 		case statusIssued:
 			if r.leased {
 				g.refillAsync(biz, day, k, r.token, r.value)
 			}
-			return r.value - n + 1, nil
+			// The numbers are the reply's, whatever was asked: a replayed
+			// call (a client retry) issued new ones.
+			count := r.count
+			if g.trustAsked {
+				count = n
+			}
+			return r.value - count + 1, count, nil
 		case statusExhausted:
-			return 0, ErrExhausted
+			return 0, 0, ErrExhausted
 		case statusNeedSegment, statusNeedSeed:
 			if !r.leased {
 				if waitUntil.IsZero() || r.value != seen {
@@ -217,41 +263,48 @@ func (g *Generator) takeRedis(ctx context.Context, biz string, day Day, k keyset
 				} else if !time.Now().Before(waitUntil) {
 					// The holder does not reserve (its lease outlived it, or
 					// it is stuck): issue from the DB, as with Redis down.
-					return 0, redisDown{errHolderStuck}
+					return 0, 0, redisDown{errHolderStuck}
 				}
 				g.ctr.waits.Add(1)
 				if err := g.wait(ctx, k.counter, &retry, time.Until(waitUntil)); err != nil {
-					return 0, err
+					return 0, 0, err
 				}
 				continue
 			}
 			if wasted == maxWasted {
 				g.release(ctx, k, r.token)
-				return 0, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
+				return 0, 0, fmt.Errorf("seqgen: %q %s: %d reserved segments dropped in a row (LeaseTTL too short, or keys deleted repeatedly)", biz, day.Key, wasted)
 			}
 			g.ctr.sync.Add(1)
-			installed, err := g.refill(ctx, biz, day, k, r.token, r.value, n, r.status == statusNeedSeed)
+			// A batch asks for at most a segment: its calls can share
+			// segments, and a lost key still skips about Segment numbers.
+			installed, err := g.refill(ctx, biz, day, k, r.token, r.value, min(n, g.opts.Segment), r.status == statusNeedSeed)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if !installed {
 				wasted++
 			}
 		default:
-			return 0, fmt.Errorf("seqgen: next.lua returned status %d", r.status)
+			return 0, 0, fmt.Errorf("seqgen: next.lua returned status %d", r.status)
 		}
 	}
 }
 
-// next runs next.lua with a fresh lease token. If the call passes its
+// next runs next.lua with a fresh lease token, for n numbers (up to n with
+// upto). If the call passes its
 // deadline and its reply later grants the lease, the lease is released at
 // once, even while the breaker skips Redis: the reply shows that Redis
 // answers, and a lease left to its TTL would make every process wait
 // LeaseTTL for a holder that never reserves.
-func (g *Generator) next(ctx context.Context, k keyset, n int64) (nextReply, error) {
+func (g *Generator) next(ctx context.Context, k keyset, n int64, upto bool) (nextReply, error) {
 	token := g.token()
+	uptoArg := "0"
+	if upto {
+		uptoArg = "1"
+	}
 	v, err := redisCall(ctx, g, func(ctx context.Context) ([]int64, error) {
-		return nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds()).Int64Slice()
+		return nextScript.Run(ctx, g.rdb, k.list(), n, g.limit, g.low, token, g.opts.LeaseTTL.Milliseconds(), uptoArg).Int64Slice()
 	}, func(v []int64) {
 		if r, err := parseNext(v); err == nil && r.leased {
 			ctx, cancel := context.WithTimeout(context.Background(), g.opts.RedisTimeout)

@@ -32,6 +32,7 @@ func TestNew_rejectsBadOptions(t *testing.T) {
 		"leaseTTL":      {LeaseTTL: time.Microsecond},
 		"redisTimeout":  {RedisTimeout: -time.Second},
 		"cooldown":      {BreakerCooldown: -time.Second},
+		"maxBatch":      {MaxBatch: -1},
 	} {
 		if _, err := seqgen.New(r.Client, db, o); !errors.Is(err, seqgen.ErrInvalid) {
 			t.Errorf("%s: New = %v, want ErrInvalid", name, err)

@@ -27,7 +27,18 @@ func newScriptEnv(t *testing.T) *scriptEnv {
 
 func (e *scriptEnv) next(n int64, token string) nextReply {
 	e.t.Helper()
-	v, err := nextScript.Run(e.ctx, e.rdb, e.k.list(), n, 99999, 20, token, 5000).Int64Slice()
+	return e.nextArgs(n, token, "0")
+}
+
+// upto runs next.lua for up to n numbers, as a batch of joined calls does.
+func (e *scriptEnv) upto(n int64, token string) nextReply {
+	e.t.Helper()
+	return e.nextArgs(n, token, "1")
+}
+
+func (e *scriptEnv) nextArgs(n int64, token, upto string) nextReply {
+	e.t.Helper()
+	v, err := nextScript.Run(e.ctx, e.rdb, e.k.list(), n, 99999, 20, token, 5000, upto).Int64Slice()
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -268,5 +279,62 @@ func TestInstall_refillOnLostCounter_releasesLease(t *testing.T) {
 	}
 	if v, err := e.rdb.Get(e.ctx, e.k.lease).Result(); err != nil || v != "c" {
 		t.Fatalf("lease = %q, %v; want c's", v, err)
+	}
+}
+
+// A batch of joined calls takes what is left of the segment, then of the
+// buffered one, then of the day; a full-size call would take none.
+func TestNext_upto_takesWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	e := newScriptEnv(t)
+	e.next(1, "a")
+	e.install(0, 30, true, "a")
+	if r := e.upto(4, "b"); r.status != statusIssued || r.value != 4 || r.count != 4 || r.leased {
+		t.Fatalf("upto(4) = %+v, want 1..4 without the lease", r)
+	}
+	// 26 left: the batch gets them, and the refill lease (0 left <= low).
+	if r := e.upto(40, "c"); r.status != statusIssued || r.value != 30 || r.count != 26 || !r.leased {
+		t.Fatalf("upto(40) with 26 left = %+v, want 5..30 with the refill lease", r)
+	}
+	if r := e.upto(3, "d"); r.status != statusNeedSegment || r.value != 30 || r.leased || r.count != 0 {
+		t.Fatalf("upto at the mark = %+v, want need segment, lease held by c", r)
+	}
+	e.install(50, 52, false, "c") // buffered: (50, 52]
+	if r := e.upto(5, "d"); r.status != statusIssued || r.value != 52 || r.count != 2 {
+		t.Fatalf("upto(5) at the mark with (50, 52] buffered = %+v, want 51..52", r)
+	}
+	e.want(52, 52, -1, -1)
+
+	// The day's end: max is 99999.
+	if err := e.rdb.Set(e.ctx, e.k.counter, 99997, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(e.ctx, e.k.meta, "mark", 99999).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.next(3, "e"); r.status != statusExhausted {
+		t.Fatalf("next(3) with 2 left in the day = %+v, want exhausted", r)
+	}
+	if r := e.upto(3, "e"); r.status != statusIssued || r.value != 99999 || r.count != 2 {
+		t.Fatalf("upto(3) with 2 left in the day = %+v, want the last 2", r)
+	}
+	if r := e.upto(1, "e"); r.status != statusExhausted {
+		t.Fatalf("upto at the day's end = %+v, want exhausted", r)
+	}
+}
+
+// go-redis may send a script call again after a lost reply: the replay of
+// a call that took the lease still holds it (same token), so the refill is
+// not left to wait LeaseTTL for a holder that never heard it had it.
+func TestNext_replayKeepsLease(t *testing.T) {
+	t.Parallel()
+	e := newScriptEnv(t)
+	for i := range 2 {
+		if r := e.next(1, "a"); r.status != statusNeedSeed || !r.leased {
+			t.Fatalf("run %d of a call on a missing counter = %+v, want need seed with the lease", i+1, r)
+		}
+	}
+	if r := e.next(1, "b"); r.leased {
+		t.Fatalf("another call = %+v, took a's lease", r)
 	}
 }

@@ -65,6 +65,14 @@ type Options struct {
 	// most Segment numbers.
 	Segment int64
 
+	// MaxBatch bounds how many concurrent Next calls of one biz and day
+	// one Redis round trip serves. Calls that arrive while a round trip is
+	// in flight queue; when it returns, up to MaxBatch of them (oldest
+	// first) go into the next one, the rest into the one after. Nothing
+	// waits on a timer: a lone call goes at once. Default 100; 1 sends
+	// every Next on its own round trip, from the caller's goroutine.
+	MaxBatch int
+
 	// RefillAt is the fraction of Segment used after which one process
 	// reserves the next segment in the background. Default 0.8; 1 reserves
 	// only when a caller finds the counter at its mark.
@@ -120,6 +128,7 @@ const (
 	DefaultWidth      = 5
 	DefaultDateLayout = "20060102"
 	DefaultSegment    = 1000
+	DefaultMaxBatch   = 100
 	DefaultRefillAt   = 0.8
 	DefaultKeyTTL     = 48 * time.Hour
 	DefaultLeaseTTL   = 5 * time.Second
@@ -170,6 +179,12 @@ func (o *Options) init() (Options, error) {
 	}
 	if c.Segment < 1 || c.Segment > MaxSegment {
 		return c, fmt.Errorf("%w: Segment %d out of range [1, %d]", ErrInvalid, c.Segment, MaxSegment)
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > MaxSegment {
+		return c, fmt.Errorf("%w: MaxBatch %d out of range [1, %d]", ErrInvalid, c.MaxBatch, MaxSegment)
 	}
 	if c.RefillAt == 0 {
 		c.RefillAt = DefaultRefillAt

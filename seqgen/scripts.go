@@ -56,12 +56,17 @@ type nextReply struct {
 	status int64
 	value  int64  // the last number issued, or the counter
 	leased bool   // the caller holds the lease
+	count  int64  // how many numbers were issued, ending at value
 	token  string // the lease token next.lua was called with
 }
 
 func parseNext(v []int64) (nextReply, error) {
-	if len(v) != 3 {
-		return nextReply{}, fmt.Errorf("seqgen: next.lua returned %d values, want 3", len(v))
+	if len(v) != 4 {
+		return nextReply{}, fmt.Errorf("seqgen: next.lua returned %d values, want 4", len(v))
 	}
-	return nextReply{status: v[0], value: v[1], leased: v[2] == 1}, nil
+	r := nextReply{status: v[0], value: v[1], leased: v[2] == 1, count: v[3]}
+	if r.status == statusIssued && r.count < 1 {
+		return nextReply{}, fmt.Errorf("seqgen: next.lua issued %d numbers", r.count)
+	}
+	return r, nil
 }

@@ -27,12 +27,19 @@ type Stats struct {
 	// RedisErrors counts Redis calls that failed or passed
 	// Options.RedisTimeout (not those the breaker skipped).
 	RedisErrors uint64
+	// Batches counts the rounds of joined Next calls: each began with one
+	// script call for every call queued (up to Options.MaxBatch). Next
+	// calls per batch is how much joining saves.
+	Batches uint64
+	// Abandoned counts numbers taken for joined Next calls whose caller
+	// had left (its context ended) before they were handed out: skipped.
+	Abandoned uint64
 }
 
 // counters are a Generator's Stats, updated atomically.
 type counters struct {
 	reserved, dropped, background, sync, waits atomic.Uint64
-	fallbacks, redisErrors                     atomic.Uint64
+	fallbacks, redisErrors, batches, abandoned atomic.Uint64
 }
 
 // Stats returns the Generator's counts. A healthy generator shows
@@ -48,5 +55,7 @@ func (g *Generator) Stats() Stats {
 		Waits:             c.waits.Load(),
 		Fallbacks:         c.fallbacks.Load(),
 		RedisErrors:       c.redisErrors.Load(),
+		Batches:           c.batches.Load(),
+		Abandoned:         c.abandoned.Load(),
 	}
 }

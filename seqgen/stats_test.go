@@ -32,7 +32,8 @@ func TestGenerator_Stats(t *testing.T) {
 		t.Errorf("DB mark after the background refill = %d, want 180", got)
 	}
 	_ = g.Close() // waits for the refill to install its segment
-	want := seqgen.Stats{Reserved: 2, SyncRefills: 1, BackgroundRefills: 1}
+	// One call at a time: each Next is a batch of its own.
+	want := seqgen.Stats{Reserved: 2, SyncRefills: 1, BackgroundRefills: 1, Batches: 80}
 	if got := g.Stats(); got != want {
 		t.Fatalf("Stats after 80 numbers of a 100-number segment = %+v, want %+v", got, want)
 	}
