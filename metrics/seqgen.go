@@ -18,6 +18,14 @@ type SeqgenStatser interface {
 //	asidekit_seqgen_segments_dropped_total{generator}
 //	asidekit_seqgen_refills_total{generator,mode}    mode = background | sync
 //	asidekit_seqgen_waits_total{generator}
+//	asidekit_seqgen_fallbacks_total{generator}
+//	asidekit_seqgen_redis_errors_total{generator}
+//	asidekit_seqgen_batches_total{generator}
+//	asidekit_seqgen_abandoned_total{generator}
+//
+// Next calls per batch (the calls' rate over batches_total's) is how many
+// concurrent calls each script call served; abandoned_total counts numbers
+// skipped because their caller left before they were handed out.
 //
 // refills_total{mode="sync"} and waits_total count the calls that waited
 // on the DB: they stay near zero while segments are large enough for the
@@ -40,5 +48,9 @@ func NewSeqgenCollector(name string, src SeqgenStatser) prometheus.Collector {
 		func(s seqgen.Stats) float64 { return float64(s.Fallbacks) })
 	c.counter(c.desc("redis_errors_total", "Redis calls that failed or got no reply within Options.RedisTimeout."),
 		func(s seqgen.Stats) float64 { return float64(s.RedisErrors) })
+	c.counter(c.desc("batches_total", "Script calls of joined Next calls: each served every call queued (up to Options.MaxBatch)."),
+		func(s seqgen.Stats) float64 { return float64(s.Batches) })
+	c.counter(c.desc("abandoned_total", "Numbers taken for joined Next calls whose caller had left before they were handed out: skipped."),
+		func(s seqgen.Stats) float64 { return float64(s.Abandoned) })
 	return c
 }

@@ -29,8 +29,16 @@ func TestSeqgenCollector_matchesStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for range 2 {
+		if _, err := g.Next(ctx, "ORD"); err != nil { // a batch each
+			t.Fatal(err)
+		}
+	}
 	_ = g.Close()
 	s := g.Stats()
+	if s.Batches < 2 {
+		t.Fatalf("2 Next calls: %+v, want 2 batches", s)
+	}
 	// The first batch reserves its segment itself; the others find it used
 	// up and the next one reserved (or being reserved) in the background.
 	if s.Reserved < 3 || s.SyncRefills < 1 || s.BackgroundRefills < 2 {
@@ -48,6 +56,8 @@ func TestSeqgenCollector_matchesStats(t *testing.T) {
 		{"asidekit_seqgen_waits_total", nil, s.Waits},
 		{"asidekit_seqgen_fallbacks_total", nil, s.Fallbacks},
 		{"asidekit_seqgen_redis_errors_total", nil, s.RedisErrors},
+		{"asidekit_seqgen_batches_total", nil, s.Batches},
+		{"asidekit_seqgen_abandoned_total", nil, s.Abandoned},
 	} {
 		labels := append([]string{"generator", "orders"}, c.labels...)
 		if got := gather(t, reg, c.name, labels...).value; got != float64(c.want) {
