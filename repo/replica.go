@@ -473,11 +473,28 @@ func primaryLSN(ctx context.Context, db *gorm.DB) (uint64, error) {
 
 // afterCommitLSN records in w the position of the commit it follows (see
 // writeLSN), and in ctx's write tracker (TrackWrites).
+//
+// A process without replicas reads no position, but its invalidations
+// record UnknownLSN, not none: another process of the service may read
+// the same rows from replicas (a fleet where only some processes set
+// ReadDB), and a version that records no position would let it trust a
+// replica that has not replayed this write. Its misses load from the
+// primary instead, whose position the fill then records. A write CDC
+// applies later keeps the version unknown (write.lua keeps the higher
+// position), so a lagging Invalidator cannot lower it either.
 func afterCommitLSN(ctx context.Context, db *gorm.DB, w interface{ SetLSN(uint64) }) {
 	lsn := writeLSN(ctx, db)
-	w.SetLSN(lsn)
+	rec := lsn
+	if rec == 0 && !unrecordedKnown.Load() {
+		rec = UnknownLSN
+	}
+	w.SetLSN(rec)
 	trackWrite(ctx, lsn)
 }
+
+// unrecordedKnown, set by tests only, records no position for a write
+// whose process has no replicas (the rule off).
+var unrecordedKnown atomic.Bool
 
 // parseLSN parses PostgreSQL's text form of a WAL position, "X/Y" (two
 // hexadecimal numbers, the high and low 32 bits).

@@ -23,3 +23,17 @@ func EntryKey[T any, ID comparable](r *Repository[T, ID], id ID) string {
 	}
 	return key
 }
+
+// AsProcessWithoutReplicas runs fn as a process none of whose repositories
+// has replicas would (its writes read no position), and, with
+// recordUnknown false, with the rule off: such writes record no position.
+// Not for parallel tests: the state is the process's.
+func AsProcessWithoutReplicas(recordUnknown bool, fn func()) {
+	was := replicasInUse.Swap(false)
+	unrecordedKnown.Store(!recordUnknown)
+	defer func() {
+		replicasInUse.Store(was)
+		unrecordedKnown.Store(false)
+	}()
+	fn()
+}
