@@ -11,8 +11,8 @@ import (
 )
 
 // TestRun_demo runs what `make demo` runs (every scenario on the embedded
-// backend at the -quick sizes, report and charts written), with fewer
-// callers per process so that it stays well under a minute, and checks
+// backend, report and charts written), with fewer callers per process and
+// the smallest sizes (smallest, in TestMain), and checks
 // that each scenario finished and that asidekit's variants did their work
 // there: loads, and the query scenario's writes through the repository
 // (its cache upkeep after each commit runs write.lua and the list

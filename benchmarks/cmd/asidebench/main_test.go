@@ -10,14 +10,33 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/asidekit/asidekit/benchmarks"
 	"github.com/asidekit/asidekit/internal/burn"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
 func TestMain(m *testing.M) {
 	burn.Child() // TestRun_busy starts the test binary again as its burner
+	smallest()
 	testcontainers.Main(m)
+}
+
+// smallest sets the sizes of every run of the test binary to the
+// smallest that still show each effect the tests check (see testSizes):
+// under the race detector the demo's own sizes take minutes of CPU.
+func smallest() {
+	testSizes.params = func(p *benchmarks.Params) {
+		p.Hit.Keys, p.Hit.Ops, p.Hit.Rounds = 10, 400, 10
+		p.Penetration.Rows, p.Penetration.AbsentIDs, p.Penetration.Reads = 100, 100, 300
+		p.Avalanche.Keys, p.Avalanche.TTL, p.Avalanche.Tail = 50, time.Second, 100*time.Millisecond
+		p.Seqgen.Ops, p.Seqgen.Batch = 200, 10
+	}
+	testSizes.query = func(q *benchmarks.QueryParams) {
+		t := benchmarks.TestQueryParams()
+		q.Categories, q.Rows, q.Checked, q.Duration = t.Categories, t.Rows, t.Checked, t.Duration
+	}
 }
 
 // deadAddr returns a loopback address nothing listens on.

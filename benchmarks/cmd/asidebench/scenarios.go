@@ -32,7 +32,18 @@ func (o *options) params(embedded bool) benchmarks.Params {
 			l.Goroutines = o.goroutines
 		}
 	}
+	if testSizes.params != nil {
+		testSizes.params(&p)
+	}
 	return p
+}
+
+// testSizes, set by tests only, shrinks the sizes further: the tests of
+// the command check its wiring (every scenario runs, the tables, the
+// report), which the smallest sizes show as well as the demo's.
+var testSizes struct {
+	params func(*benchmarks.Params)
+	query  func(*benchmarks.QueryParams)
 }
 
 // outageParams returns the outage scenario's sizes for o: quick or
@@ -67,6 +78,9 @@ func (o *options) queryParams(embedded bool) benchmarks.QueryParams {
 	}
 	if o.goroutines > 0 {
 		p.Goroutines = o.goroutines
+	}
+	if testSizes.query != nil {
+		testSizes.query(&p)
 	}
 	return p
 }
