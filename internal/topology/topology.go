@@ -50,9 +50,9 @@ type Topology interface {
 	NodeOptions() *redis.Options
 
 	// Masters returns a client for every master, by address (on a
-	// Cluster, those that serve slots, from CLUSTER SLOTS), for per-node
-	// work: a SCAN, a subscription, a WAIT. ErrUnsupported on an
-	// Unsupported client.
+	// Cluster, those that serve slots, from CLUSTER SLOTS read anew on
+	// every call), for per-node work: a SCAN, a subscription, a WAIT.
+	// ErrUnsupported on an Unsupported client.
 	Masters(ctx context.Context) (map[string]*redis.Client, error)
 
 	// ForEachMaster calls fn with every master's client, concurrently on
