@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // RecommendedTimeout is the largest client read or write timeout that
@@ -29,18 +31,11 @@ const RecommendedTimeout = 250 * time.Millisecond
 // clientAdvice returns what is wrong with client's timeouts for a service
 // (nil when nothing, or when the client's options cannot be read).
 func clientAdvice(client redis.UniversalClient) []any {
-	var read, write, dial time.Duration
-	var ctxTimeout bool
-	switch c := client.(type) {
-	case *redis.Client:
-		o := c.Options()
-		read, write, dial, ctxTimeout = o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		o := c.Options()
-		read, write, dial, ctxTimeout = o.ReadTimeout, o.WriteTimeout, o.DialTimeout, o.ContextTimeoutEnabled
-	default:
+	to, ok := topology.Of(client).Timeouts()
+	if !ok {
 		return nil
 	}
+	read, write, dial, ctxTimeout := to.Read, to.Write, to.Dial, to.ContextTimeoutEnabled
 	// go-redis's zero values mean its defaults: 3 s to read and write, 5 s
 	// to dial.
 	if read == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asidekit/asidekit/internal/breaker"
 	"github.com/asidekit/asidekit/internal/keys"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // Options configure a Cache. A nil *Options means all defaults.
@@ -98,6 +99,7 @@ const (
 // background work.
 type Cache struct {
 	client       redis.UniversalClient
+	topo         topology.Topology // client's shape: every per-node question goes to it
 	ns           string
 	codec        Codec
 	observer     Observer
@@ -112,7 +114,7 @@ type Cache struct {
 	settle       settle   // settle window and epoch marker; see Options.SettleWindow
 	localMode    LocalInvalidation
 	acks         acks           // Options.ReplicaAcks; zero = off
-	nodeOpt      *redis.Options // a *redis.Client's options, copied by New (see startNode)
+	nodeOpt      *redis.Options // a standalone client's options, copied by New (see startFeeds)
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -158,6 +160,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	c := &Cache{
 		acks:         ak,
 		client:       client,
+		topo:         topology.Of(client),
 		ns:           ns,
 		codec:        o.Codec,
 		observer:     o.Observer,
@@ -171,15 +174,8 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if o.SettleWindow == 0 {
 		o.SettleWindow = o.BreakerCooldown + settleExtra
 	}
-	c.settle.init(c, client, o.SettleWindow)
-	if cl, ok := client.(*redis.Client); ok {
-		opt := *cl.Options()
-		if m := opt.MaintNotificationsConfig; m != nil { // updated by the client's first connection
-			mc := *m
-			opt.MaintNotificationsConfig = &mc
-		}
-		c.nodeOpt = &opt
-	}
+	c.settle.init(c, o.SettleWindow)
+	c.nodeOpt = c.topo.NodeOptions()
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.hub.c = c
 	c.retry.c = c

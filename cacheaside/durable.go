@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // Redis replication is asynchronous: a master acknowledges an invalidation
@@ -53,16 +54,11 @@ func newAcks(client redis.UniversalClient, n int, timeout time.Duration) (acks, 
 	if timeout == 0 {
 		timeout = DefaultReplicaAckTimeout
 	}
-	var read time.Duration
-	switch c := client.(type) {
-	case *redis.Client:
-		read = c.Options().ReadTimeout
-	case *redis.ClusterClient:
-		read = c.Options().ReadTimeout
-	default:
-		return acks{}, fmt.Errorf("%w: ReplicaAcks needs a *redis.Client (standalone or Sentinel) or a *redis.ClusterClient, not %T", ErrInvalid, client)
+	to, ok := topology.Of(client).Timeouts()
+	if !ok {
+		return acks{}, fmt.Errorf("%w: ReplicaAcks needs %s, not %T", ErrInvalid, topology.SupportedSentinel, client)
 	}
-	if read > 0 && timeout >= read {
+	if read := to.Read; read > 0 && timeout >= read {
 		return acks{}, fmt.Errorf("%w: ReplicaAckTimeout %v must be below the client's ReadTimeout %v", ErrInvalid, timeout, read)
 	}
 	ms := timeout.Milliseconds()
@@ -133,9 +129,7 @@ func (c *Cache) writeAll(ctx context.Context, calls []script.Call) ([]writeOutco
 		}
 	}
 	if err != nil {
-		if cc, ok := c.client.(*redis.ClusterClient); ok {
-			cc.ReloadState(ctx) // a node died or slots moved: route the retry anew
-		}
+		c.topo.Reload(ctx) // a node died or slots moved: route the retry anew
 		return out, err
 	}
 	return out, shortErr
@@ -147,21 +141,14 @@ type nodeGroup struct {
 	idx  []int // indexes into calls
 }
 
-// byNode groups calls by the master of their key. A call whose master is
-// unknown is marked failed (its Cmd carries the error); err is the first
-// such error.
+// byNode groups calls by the master of their key (on a standalone client
+// all of them, in order, on the one node; newAcks refused the clients
+// without per-node access). A call whose master is unknown is marked
+// failed (its Cmd carries the error); err is the first such error.
 func (c *Cache) byNode(ctx context.Context, calls []script.Call, out []writeOutcome) (groups []*nodeGroup, err error) {
-	cc, ok := c.client.(*redis.ClusterClient)
-	if !ok {
-		g := &nodeGroup{node: c.client.(*redis.Client)} // newAcks checked the type
-		for i := range calls {
-			g.idx = append(g.idx, i)
-		}
-		return []*nodeGroup{g}, nil
-	}
 	by := make(map[*redis.Client]*nodeGroup)
 	for i := range calls {
-		node, nerr := cc.MasterForKey(ctx, calls[i].Keys[0])
+		node, nerr := c.topo.MasterForKey(ctx, calls[i].Keys[0])
 		if nerr != nil {
 			calls[i].Cmd = redis.NewCmd(ctx)
 			calls[i].Cmd.SetErr(nerr)

@@ -82,7 +82,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 		e.ctr.inc(EventBypass)
 		return e.loadManyDirect(ctx, items, load, out)
 	}
-	raws, err := mget(ctx, e.c.client, keysOf(items))
+	raws, err := e.c.topo.MGet(ctx, keysOf(items))
 	if err = e.redisResult(ctx, err); err != nil {
 		if errors.Is(err, errFailOpen) {
 			return e.loadManyDirect(ctx, items, load, out)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // scanBatch is InvalidateAll's SCAN COUNT hint and the most ids it passes
@@ -33,12 +35,12 @@ const scanBatch = 1000
 // error of a failed batch matches ErrInvalidationPending, as Invalidate's
 // does; InvalidateAll then stops, and may be called again.
 func (e *Entity[T]) InvalidateAll(ctx context.Context) error {
-	if cc, ok := e.c.client.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return e.invalidateNode(ctx, node)
-		})
+	if e.c.topo.Kind() == topology.Unsupported { // a Ring, a custom client: SCAN goes where it routes it
+		return e.invalidateNode(ctx, e.c.client)
 	}
-	return e.invalidateNode(ctx, e.c.client)
+	return e.c.topo.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return e.invalidateNode(ctx, node)
+	})
 }
 
 // invalidateNode is InvalidateAll on one node. The ids go through

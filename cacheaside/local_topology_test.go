@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/topology"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -28,8 +29,8 @@ type simulatedTopology struct {
 func simulateTopology(t *testing.T) *simulatedTopology {
 	s := &simulatedTopology{shown: map[string]bool{}}
 	real := clusterMasters
-	clusterMasters = func(ctx context.Context, cl *redis.ClusterClient) (map[string]*redis.Options, error) {
-		all, err := real(ctx, cl)
+	clusterMasters = func(ctx context.Context, topo topology.Topology) (map[string]*redis.Options, error) {
+		all, err := real(ctx, topo)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for addr := range all {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // LocalInvalidation chooses how near caches learn of changes; see
@@ -44,7 +44,7 @@ const (
 // client with no near cache support (a Ring, or a custom UniversalClient):
 // only *redis.Client (standalone, Sentinel failover) and
 // *redis.ClusterClient are supported. It wraps ErrInvalid.
-var ErrLocalUnsupported = fmt.Errorf("%w: near cache needs a *redis.Client or *redis.ClusterClient", ErrInvalid)
+var ErrLocalUnsupported = fmt.Errorf("%w: near cache needs %s", ErrInvalid, topology.Supported)
 
 // near is a Cache's invalidation feed for its near caches: the
 // subscriptions, and the tiers they invalidate.
@@ -81,19 +81,11 @@ func (c *Cache) nearFeed() (*near, error) {
 	if c.near != nil {
 		return c.near, nil
 	}
-	n := &near{c: c, mode: c.localMode, up: make(chan struct{})}
-	n.tiers.Store(&map[string]invalidatee{})
-	var start func()
-	switch cl := c.client.(type) {
-	case *redis.Client:
-		n.down = 1
-		start = func() { n.startNode(cl, c.nodeOpt) }
-	case *redis.ClusterClient:
-		n.down = 1
-		start = func() { n.startCluster(cl) }
-	default:
+	if c.topo.Kind() == topology.Unsupported {
 		return nil, ErrLocalUnsupported
 	}
+	n := &near{c: c, mode: c.localMode, up: make(chan struct{}), down: 1}
+	n.tiers.Store(&map[string]invalidatee{})
 	if c.closed {
 		return nil, ErrClosed
 	}
@@ -102,7 +94,7 @@ func (c *Cache) nearFeed() (*near, error) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		start() // returns when the Cache is closed
+		n.startFeeds() // returns when the Cache is closed
 		for _, t := range *n.tiers.Load() {
 			t.stop()
 		}
@@ -200,13 +192,7 @@ func (n *near) announce(ctx context.Context, keys []string) error {
 		return nil
 	}
 	msg := strings.Join(keys, "\n")
-	var err error
-	if cl, ok := n.c.client.(*redis.ClusterClient); ok {
-		err = cl.SPublish(ctx, n.channel(), msg).Err()
-	} else {
-		err = n.c.client.Publish(ctx, n.channel(), msg).Err()
-	}
-	if err != nil {
+	if err := n.c.topo.Publish(ctx, n.channel(), msg).Err(); err != nil {
 		return fmt.Errorf("cacheaside: near cache broadcast: %w", err)
 	}
 	return nil

@@ -5,12 +5,12 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/script"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 var (
@@ -217,8 +217,8 @@ func (e *Entity[T]) SampleIDs(ctx context.Context, cur Cursor, count int) ([]str
 	}
 	node := redis.Cmdable(e.c.client)
 	var order []string // Cluster masters by address
-	if cc, ok := e.c.client.(*redis.ClusterClient); ok {
-		nodes, err := masters(ctx, cc)
+	if e.c.topo.Kind() == topology.Cluster {
+		nodes, err := e.c.topo.Masters(ctx)
 		if err != nil {
 			return nil, cur, fmt.Errorf("cacheaside: sample %s: %w", e.name, err)
 		}
@@ -262,17 +262,4 @@ func (e *Entity[T]) SampleIDs(ctx context.Context, cur Cursor, count int) ([]str
 		}
 	}
 	return ids, next, nil
-}
-
-// masters returns a client for every master of cc, by address.
-func masters(ctx context.Context, cc *redis.ClusterClient) (map[string]*redis.Client, error) {
-	var mu sync.Mutex
-	nodes := make(map[string]*redis.Client)
-	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
-		mu.Lock()
-		nodes[c.Options().Addr] = c
-		mu.Unlock()
-		return nil
-	})
-	return nodes, err
 }

@@ -288,7 +288,7 @@ func (e *Entity[T]) takeAnnounced(w *waiter, open []*claim[T]) []*claim[T] {
 // open claims, then, for each claim that is still not there, what a
 // timeout does (counted; a stale value within Grace, or ErrWaitTimeout).
 func (e *Entity[T]) waitTimedOut(ctx context.Context, open []*claim[T]) error {
-	raws, err := mget(ctx, e.c.client, keysOfClaims(open))
+	raws, err := e.c.topo.MGet(ctx, keysOfClaims(open))
 	if err = e.redisResult(ctx, err); err != nil {
 		if !errors.Is(err, errFailOpen) {
 			return err

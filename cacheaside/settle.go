@@ -10,6 +10,7 @@ import (
 
 	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/internal/token"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // The settle window. A write whose invalidation failed (Redis down, or
@@ -92,10 +93,10 @@ type settle struct {
 	learnt chan struct{}
 }
 
-// init sets the window (already defaulted) and the marker for client.
-func (s *settle) init(c *Cache, client redis.UniversalClient, window time.Duration) {
+// init sets the window (already defaulted) and the marker for c's client.
+func (s *settle) init(c *Cache, window time.Duration) {
 	s.c, s.window, s.start = c, window, time.Now()
-	if _, single := client.(*redis.Client); single && window > 0 {
+	if c.topo.Kind() == topology.Standalone && window > 0 {
 		s.marker = c.ns + ":epoch"
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // The invalidation subscriptions: health checks and reconnection.
@@ -26,56 +27,50 @@ const (
 	invalidateChannel = "__redis__:invalidate"
 )
 
-// startNode runs the feed of a standalone (or Sentinel) client, whose
-// options were copied when the Cache was made (opt): go-redis updates a
-// client's options while it makes its first connection, so copying them
-// later could race with the Cache's own calls.
-func (n *near) startNode(node *redis.Client, opt *redis.Options) {
+// startFeeds runs the Cache's invalidation feeds until it is closed. With
+// LocalBroadcast, one subscription to the channel (sharded on a Cluster).
+// With LocalTracking, on a standalone (or Sentinel) client one tracking
+// feed, made from the options copied when the Cache was made (go-redis
+// updates a client's options while it makes its first connection, so
+// copying them later could race with the Cache's own calls); on a Cluster
+// one per master, following its topology.
+func (n *near) startFeeds() {
+	topo := n.c.topo
 	if n.mode == LocalBroadcast {
-		n.run(n.c.base, func(ctx context.Context) *redis.PubSub { return node.Subscribe(ctx, n.channel()) })
+		first := true
+		n.run(n.c.base, func(ctx context.Context) *redis.PubSub {
+			if !first {
+				// On a Cluster the channel's slot may have moved (the
+				// server ends the subscription then): find its owner anew.
+				topo.Reload(ctx)
+			}
+			first = false
+			return topo.Subscribe(ctx, n.channel())
+		})
 		return
 	}
-	n.runTracking(n.c.base, opt)
+	if topo.Kind() == topology.Standalone {
+		n.runTracking(n.c.base, n.c.nodeOpt)
+		return
+	}
+	list := clusterMasters
+	n.followMasters(func(ctx context.Context) (map[string]*redis.Options, error) { return list(ctx, topo) })
 }
 
 // clusterRecheck is how often a Cluster's masters are listed again, so
 // that the tracking feeds follow its topology.
 const clusterRecheck = time.Second
 
-// clusterMasters lists the masters of cl that serve slots (CLUSTER SLOTS,
-// reloaded on every call by ForEachMaster), by address. A variable so that
-// tests can simulate topology changes.
-var clusterMasters = func(ctx context.Context, cl *redis.ClusterClient) (map[string]*redis.Options, error) {
-	var mu sync.Mutex
-	out := map[string]*redis.Options{}
-	err := cl.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
-		o := node.Options()
-		mu.Lock()
-		out[o.Addr] = o
-		mu.Unlock()
-		return nil
-	})
-	return out, err
-}
-
-// startCluster runs one tracking feed per master (LocalTracking), or one
-// sharded subscription (LocalBroadcast).
-func (n *near) startCluster(cl *redis.ClusterClient) {
-	if n.mode == LocalBroadcast {
-		first := true
-		n.run(n.c.base, func(ctx context.Context) *redis.PubSub {
-			if !first {
-				// The channel's slot may have moved (the server ends the
-				// subscription then): find its owner anew.
-				cl.ReloadState(ctx)
-			}
-			first = false
-			return cl.SSubscribe(ctx, n.channel())
-		})
-		return
+// clusterMasters lists the masters of a Cluster that serve slots (CLUSTER
+// SLOTS, reloaded on every call), with their options, by address. A
+// variable so that tests can simulate topology changes.
+var clusterMasters = func(ctx context.Context, topo topology.Topology) (map[string]*redis.Options, error) {
+	nodes, err := topo.Masters(ctx)
+	out := make(map[string]*redis.Options, len(nodes))
+	for addr, node := range nodes {
+		out[addr] = node.Options()
 	}
-	list := clusterMasters
-	n.followMasters(func(ctx context.Context) (map[string]*redis.Options, error) { return list(ctx, cl) })
+	return out, err
 }
 
 // followMasters keeps one tracking feed per master that list returns,

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // Set stores v as id's value (with a jittered TTL) and replaces id's
@@ -111,7 +110,7 @@ const invalidateBatch = 64
 // answered.
 func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error) {
 	per := 1
-	if _, single := c.client.(*redis.Client); single {
+	if c.topo.Kind() == topology.Standalone {
 		per = invalidateBatch
 	}
 	var calls []script.Call

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asidekit/asidekit/internal/breaker"
 	"github.com/asidekit/asidekit/internal/nodeguard"
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // guard is the one door of a limiter's Redis calls: it bounds each call
@@ -100,19 +101,10 @@ func (g *guard) retryAfter() time.Duration { return g.br.RetryAfter() }
 // honoursDeadline reports whether client's socket reads and writes end at
 // the context's deadline.
 func honoursDeadline(client Client) bool {
-	ok := func(enabled bool, read, write time.Duration) bool {
-		// -2 disables SetReadDeadline / SetWriteDeadline altogether.
-		return enabled && read != -2 && write != -2
-	}
-	switch c := client.(type) {
-	case *redis.Client:
-		o := c.Options()
-		return ok(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
-	case *redis.ClusterClient:
-		o := c.Options()
-		return ok(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
-	}
-	return false
+	uc, _ := client.(redis.UniversalClient) // nil (unsupported) for a narrower one
+	to, ok := topology.Of(uc).Timeouts()
+	// -2 disables SetReadDeadline / SetWriteDeadline altogether.
+	return ok && to.ContextTimeoutEnabled && to.Read != -2 && to.Write != -2
 }
 
 // unavailable reports whether err says that Redis could not serve a call

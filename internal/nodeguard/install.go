@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/topology"
 )
 
 // Set holds the guards installed on one client: one for a standalone
@@ -35,9 +37,8 @@ var (
 // Set and ignores o. release forgets the Set once every Install of it is
 // released; the hooks stay on the client and keep working.
 func Install(client redis.UniversalClient, o Options) (s *Set, release func()) {
-	switch client.(type) {
-	case *redis.Client, *redis.ClusterClient:
-	default:
+	topo := topology.Of(client)
+	if topo.Kind() == topology.Unsupported {
 		return nil, func() {}
 	}
 	setsMu.Lock()
@@ -62,18 +63,9 @@ func Install(client redis.UniversalClient, o Options) (s *Set, release func()) {
 	if ok {
 		return s, release
 	}
-	switch c := client.(type) {
-	case *redis.Client:
-		s.hook(c)
-	case *redis.ClusterClient:
-		c.OnNewNode(s.hook)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.ForEachShard(ctx, func(_ context.Context, n *redis.Client) error {
-			s.hook(n)
-			return nil
-		})
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	topo.WatchNodes(ctx, s.hook)
 	return s, release
 }
 

@@ -1,4 +1,4 @@
-package cacheaside
+package topology
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// slotOf returns the hash slot of key, following the hash-tag rule: the
-// part between the first '{' and the next '}' when it is not empty.
+// slotOf returns the Cluster hash slot of key, following the hash-tag rule:
+// the part between the first '{' and the next '}' when it is not empty.
 func slotOf(key string) int {
 	for i := 0; i < len(key); i++ {
 		if key[i] == '{' {
@@ -44,13 +44,10 @@ func crc16(s string) uint16 {
 	return crc
 }
 
-// mget reads keys and returns one reply per key (nil or string), in
-// order: one MGET on a standalone server; on a Cluster one MGET per hash
-// slot, all in one pipeline.
-func mget(ctx context.Context, c redis.UniversalClient, keys []string) ([]any, error) {
-	if _, ok := c.(*redis.ClusterClient); !ok {
-		return c.MGet(ctx, keys...).Result()
-	}
+// mgetBySlot is a Cluster's MGet: one MGET per hash slot (a Cluster
+// refuses one whose keys span slots), all in one pipeline, the replies
+// put back in the order of keys.
+func mgetBySlot(ctx context.Context, c *redis.ClusterClient, keys []string) ([]any, error) {
 	bySlot := make(map[int][]int)
 	var order []int
 	for i, k := range keys {
