@@ -112,7 +112,9 @@ func TestLimiter_badInput_hugeLimits(t *testing.T) {
 func TestSlidingLog_badInput_hugeN(t *testing.T) {
 	r := testcontainers.Redis(t)
 	ctx := context.Background()
-	lim, err := NewSlidingLog(r.Client, SlidingLog{Limit: 1_000_000, Window: time.Minute}, &Options{Namespace: r.Namespace})
+	// The largest call logs MaxSlidingLogN entries in one script: under
+	// the race detector on a busy machine that outlasts DefaultTimeout.
+	lim, err := NewSlidingLog(r.Client, SlidingLog{Limit: 1_000_000, Window: time.Minute}, &Options{Namespace: r.Namespace, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
