@@ -50,20 +50,22 @@ type Options struct {
 	LocalInvalidation LocalInvalidation
 
 	// ReplicaAcks is how many replicas must confirm an invalidation
-	// (Invalidate, Set, and their background retries) before it counts
-	// as done: each master's writes are followed, on the same connection,
-	// by WAIT ReplicaAcks ReplicaAckTimeout. An invalidation confirmed by
-	// fewer is queued for the background retrier as if Redis had failed
-	// (the call's error matches ErrInvalidationPending; reads of the id
-	// skip Redis until it is applied) and counted in
-	// Stats.ReplicaAckShortfalls. It closes the failover window of
-	// asynchronous replication: a promoted replica has every confirmed
-	// invalidation. Default 0: off, no WAIT, a master's acknowledgement
-	// is enough. Use 1 on a Cluster or Sentinel deployment with replicas;
-	// a master with fewer replicas than ReplicaAcks (none yet after a
-	// failover) leaves every invalidation on it pending, and each write
-	// waits ReplicaAckTimeout, until a replica attaches. Needs a
-	// *redis.Client or *redis.ClusterClient; negative is an error.
+	// (Invalidate, Set, their background retries, and the bumps and patches
+	// of ListGenerations) before it counts as done: each master's writes are
+	// followed, on the same connection, by WAIT ReplicaAcks
+	// ReplicaAckTimeout. An invalidation confirmed by fewer is queued for
+	// the background retrier as if Redis had failed (the call's error
+	// matches ErrInvalidationPending; reads of the id skip Redis until it is
+	// applied) and counted in Stats.ReplicaAckShortfalls; a bump or patch of
+	// ListGenerations confirmed by fewer returns an error, for its caller to
+	// send again. It closes the failover window of asynchronous replication:
+	// a promoted replica has every confirmed invalidation. Default 0: off,
+	// no WAIT, a master's acknowledgement is enough. Use 1 on a Cluster or
+	// Sentinel deployment with replicas; a master with fewer replicas than
+	// ReplicaAcks (none yet after a failover) leaves every invalidation on
+	// it pending, and each write waits ReplicaAckTimeout, until a replica
+	// attaches. Needs a *redis.Client or *redis.ClusterClient; negative is
+	// an error.
 	ReplicaAcks int
 
 	// ReplicaAckTimeout bounds each WAIT (rounded down to milliseconds,

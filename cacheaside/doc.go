@@ -68,6 +68,19 @@
 // All three share the hash tag {user:42}, so every script runs on Redis
 // Cluster. Entity names and ids are escaped with internal/keys.
 //
+// # List generations
+//
+// ListGenerations holds the generation keys of a cached query's lists
+// (package repo's Query caches pages of ids under them): one key per list,
+// named as an entity's entries are ("ak:{items.gen.by_grp:<list>}"). Read
+// gives a reader the current generations (starting absent ones) in one
+// round trip; a writer bumps a list's generation after its COMMIT (Bump),
+// or appends a patch line to it if it is still the value the writer read
+// before its COMMIT (Seen, then Patch), in one script per list. Its calls
+// share the Cache's breaker, Observer and recovery gate; a bump or patch
+// that fails is returned to its caller, never dropped (repo's after-commit
+// retrier sends it again).
+//
 // # Consistency: versions and leases
 //
 // Writers change the source of truth first and then call Invalidate (or

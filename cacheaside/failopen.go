@@ -9,21 +9,26 @@ import (
 // the read falls back to the loader (see failOpen).
 var errFailOpen = errors.New("cacheaside: redis failed")
 
-// redisResult is the one place that turns a Redis call's error into what
-// the caller does next. nil and redis.Nil are successes (the breaker
-// closes) and return nil. A failure caused by the caller's own context
-// charges nothing and returns the context's error. Any other failure opens
-// the breaker a step, is counted as a cache error, and returns an error
-// matching errFailOpen.
+// redisResult is Cache.result for the entity's calls.
 func (e *Entity[T]) redisResult(ctx context.Context, err error) error {
-	failed, cerr := e.c.redisErr(ctx, err)
+	return e.c.result(ctx, e.ctr, err)
+}
+
+// result is the one place that turns a Redis call's error into what the
+// caller does next. nil and redis.Nil are successes (the breaker closes)
+// and return nil. A failure caused by the caller's own context charges
+// nothing and returns the context's error. Any other failure opens the
+// breaker a step, is counted as a cache error in ctr, and returns an
+// error matching errFailOpen.
+func (c *Cache) result(ctx context.Context, ctr *counters, err error) error {
+	failed, cerr := c.redisErr(ctx, err)
 	switch {
 	case cerr != nil:
 		return cerr
 	case !failed:
 		return nil
 	}
-	e.ctr.inc(EventCacheError)
+	ctr.inc(EventCacheError)
 	return errors.Join(errFailOpen, err)
 }
 

@@ -30,4 +30,8 @@ var (
 	//go:embed write.lua
 	writeLua    string
 	writeScript = script.New(writeLua)
+
+	//go:embed listgen.lua
+	listGenLua    string
+	listGenScript = script.New(listGenLua)
 )

@@ -117,8 +117,10 @@
 // across processes as the query's Policy.Strategy says) whose id holds
 // two generations: the one of the lists of its filter values and the one
 // of all the query's lists. A generation is a random token in a Redis key
-// of its own; a list read costs one pipelined round trip to read both
-// (starting them when absent), then the page's GET, then GetMany.
+// of its own (cacheaside.ListGenerations: behind the cache's breaker,
+// observer and recovery gate, as every other key); a list read costs one
+// pipelined round trip to read both (starting them when absent), then the
+// page's GET, then GetMany.
 //
 // Every writer, by the one rule that the repository's writes and repo/cdc
 // share, bumps after its commit the generations of the lists of the old

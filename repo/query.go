@@ -143,11 +143,11 @@ func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: query %s: %w", ErrInvalid, q.Name, err)
 	}
-	keys, err := cacheaside.NewEntity[struct{}](c.cache, c.name+".gen."+q.Name, cacheaside.Policy{})
+	lg, err := cacheaside.NewListGenerations(c.cache, c.name+".gen."+q.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: query %s: %w", ErrInvalid, q.Name, err)
 	}
-	l.gens = &generations{name: name, client: c.cache.Client(), keys: keys}
+	l.gens = &generations{name: name, lg: lg}
 	if err := c.lists.add(l); err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func (q *Query[T, ID]) cached(ctx context.Context, gen generation, gerr error, w
 	var e queryEntry[ID]
 	var err error
 	if gerr == nil {
-		id := gen.all + "." + gen.exact() + "|" + where + "|" + what
+		id := gen.all + "." + gen.list.Exact() + "|" + where + "|" + what
 		if _, kerr := q.ent.Key(id); kerr == nil {
 			e, err = q.ent.Get(ctx, id, load)
 			if err != nil {
@@ -343,7 +343,7 @@ func (q *Query[T, ID]) window(ctx context.Context, gen generation, where string,
 			return e, false, nil
 		}
 	}
-	id := gen.all + "." + gen.base + "|" + where + "|w|" + strconv.Itoa(p.Size) + "|" + p.After
+	id := gen.all + "." + gen.list.Base + "|" + where + "|w|" + strconv.Itoa(p.Size) + "|" + p.After
 	if _, kerr := q.ent.Key(id); kerr != nil {
 		return e, false, nil
 	}
@@ -353,7 +353,7 @@ func (q *Query[T, ID]) window(ctx context.Context, gen generation, where string,
 	if err != nil {
 		return e, false, wrapErr("query "+l.name, err)
 	}
-	page, more, ok := patchWindow(w, lower, p.Size, gen.patches)
+	page, more, ok := patchWindow(w, lower, p.Size, gen.list.Patches)
 	if !ok {
 		return e, false, nil
 	}

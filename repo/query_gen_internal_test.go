@@ -5,64 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/testcontainers"
 )
-
-// TestGenerations_bumpAppliedTwice: go-redis sends a command again when
-// its reply was lost, though the first one ran (a stalled link: the reply
-// is held past the read timeout, the retry goes out on a new connection).
-// A bump applied a second time, after another writer's bump, must not
-// bring back the generation of its first application: pages filled under
-// it before the other writer's commit would be current again (a chaos run
-// found such lists stale for 0.4 s). Fails with testswitch.GenCounterOff.
-func TestGenerations_bumpAppliedTwice(t *testing.T) {
-	ctx := context.Background()
-	g, rn := testGenerations(t)
-	keys := g.keys
-	const where = `("3")`
-	key, err := keys.Key(where)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := func() string {
-		t.Helper()
-		gen, err := g.read(ctx, where)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return gen.exact()
-	}
-	apply := func() { // the same bump, token and all, as a retry sends it
-		t.Helper()
-		if _, err := rn.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			bump(ctx, p, key, "retried")
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start := gen()
-	apply()
-	first := gen() // readers fill pages under it
-	if first == start {
-		t.Fatalf("the bump left the generation at %q", start)
-	}
-	if err := g.Invalidate(ctx, where); err != nil { // another writer's commit, then its bump
-		t.Fatal(err)
-	}
-	other := gen()
-	if other == first {
-		t.Fatalf("the other writer's bump left the generation at %q", first)
-	}
-	apply() // the first bump again, late
-	if again := gen(); again == first || again == other {
-		t.Errorf("the bump applied again set generation %q (first %q, the other writer's %q): want a new one", again, first, other)
-	}
-}
 
 // TestPatch_comparesGeneration: two writes move row 5; the first one's
 // upkeep comes after the second's (its process was cut from Redis, or
@@ -73,7 +19,7 @@ func TestGenerations_bumpAppliedTwice(t *testing.T) {
 // testswitch.PatchCompareOff.
 func TestPatch_comparesGeneration(t *testing.T) {
 	ctx := context.Background()
-	g, _ := testGenerations(t)
+	g := testGenerations(t)
 	const where = `("7")`
 	start, err := g.read(ctx, where)
 	if err != nil {
@@ -85,8 +31,8 @@ func TestPatch_comparesGeneration(t *testing.T) {
 		t.Helper()
 		testswitch.PatchCompareOff.Store(compareOff)
 		defer testswitch.PatchCompareOff.Store(false)
-		first := g.seen(ctx, []string{where})[where] // write 1 reads, then commits: 5 leaves 7
-		second := g.seen(ctx, []string{where})[where]
+		first := g.lg.Seen(ctx, where)[where] // write 1 reads, then commits: 5 leaves 7
+		second := g.lg.Seen(ctx, where)[where]
 		// write 2 commits after write 1 (5 joins 7 at key 03), and its upkeep runs first
 		if err := (&patcher{g: g, seen: second, line: patchLine("5", "03")}).Invalidate(ctx, where); err != nil {
 			t.Fatal(err)
@@ -98,15 +44,15 @@ func TestPatch_comparesGeneration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		page, _, ok := patchWindow(window, "", 10, gen.patches)
+		page, _, ok := patchWindow(window, "", 10, gen.list.Patches)
 		if !ok {
-			t.Fatalf("the window did not patch: %q", gen.patches)
+			t.Fatalf("the window did not patch: %q", gen.list.Patches)
 		}
 		return gen, page
 	}
 	gen, _ := run(false)
-	if gen.base == start.base {
-		t.Errorf("the late patch kept base %q (patches %q): want a bump, so that the window reloads", gen.base, gen.patches)
+	if gen.list.Base == start.list.Base {
+		t.Errorf("the late patch kept base %q (patches %q): want a bump, so that the window reloads", gen.list.Base, gen.list.Patches)
 	}
 	if got := g.patches.Load(); got != 1 {
 		t.Errorf("%d patches, want 1 (the second write's)", got)
@@ -116,8 +62,8 @@ func TestPatch_comparesGeneration(t *testing.T) {
 	// misses row 5.
 	start = gen
 	gen, page := run(true)
-	if gen.base != start.base {
-		t.Fatalf("compare off: the generation was bumped (%q → %q): the switch does not reach the patch", start.base, gen.base)
+	if gen.list.Base != start.list.Base {
+		t.Fatalf("compare off: the generation was bumped (%q → %q): the switch does not reach the patch", start.list.Base, gen.list.Base)
 	}
 	if slices.ContainsFunc(page, func(r listRow[int64]) bool { return r.id == 5 }) {
 		t.Fatalf("compare off: page %v holds row 5: the stale case did not happen", page)
@@ -126,7 +72,7 @@ func TestPatch_comparesGeneration(t *testing.T) {
 
 // testGenerations returns the generations of a query on a Redis of the
 // test's own.
-func testGenerations(t *testing.T) (*generations, *testcontainers.RedisNamespace) {
+func testGenerations(t *testing.T) *generations {
 	t.Helper()
 	rn := testcontainers.Redis(t)
 	cache, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace})
@@ -134,9 +80,9 @@ func testGenerations(t *testing.T) (*generations, *testcontainers.RedisNamespace
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cache.Close() })
-	keys, err := cacheaside.NewEntity[struct{}](cache, "items.gen.by_grp", cacheaside.Policy{})
+	lg, err := cacheaside.NewListGenerations(cache, "items.gen.by_grp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &generations{name: "items.query.by_grp", client: rn.Client, keys: keys}, rn
+	return &generations{name: "items.query.by_grp", lg: lg}
 }

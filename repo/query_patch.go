@@ -17,24 +17,21 @@ import (
 // changes the cached pages of a list in place instead of making them
 // reload (see "Cached queries" in the package doc).
 //
-// A list's generation value is its base (token#count) and, one per line,
-// the patches written since the base began: "+<key> <id>" (the row id is
-// in the list at order key key) or "-<id>" (it is not in the list). A
+// A list's generation (cacheaside.Generation) is a base and the patches
+// written since the base began: "+<key> <id>" (the row id is in the list
+// at order key key) or "-<id>" (it is not in the list). A
 // keyset page is cached under the base, as a window of rows with their
 // order keys, and a reader applies the patches to it in order. A patch
 // says where its row is after the write, whatever it was before, so
 // applying one to a page that has it already changes nothing; a writer
 // appends its patch only if the generation is still the value it read
-// before its COMMIT (patchScript), so patches land in commit order.
+// before its COMMIT (cacheaside's ListGenerations.Patch), so patches
+// land in commit order.
 
 // windowSlack is how many rows a patchable page loads beyond the page
 // and the row that says whether a next page exists: the removals a cached
 // page absorbs before it has too few rows to serve.
 const windowSlack = 16
-
-// maxPatches is the most patches a generation carries; the next write
-// bumps it instead (a new base: every page reloads once).
-const maxPatches = 32
 
 var timeType = reflect.TypeFor[time.Time]()
 
@@ -131,16 +128,6 @@ func (q *listQuery) keyValues(key string) ([]any, bool) {
 	return vals, true
 }
 
-// splitGeneration splits a list generation value into its base and its
-// patch lines.
-func splitGeneration(val string) (base string, patches []string) {
-	base, rest, found := strings.Cut(val, "\n")
-	if !found {
-		return base, nil
-	}
-	return base, strings.Split(rest, "\n")
-}
-
 // patchLine is the patch of a write that left the row with primary key
 // idJSON (JSON) at order key key of a list, or, with key "", out of it.
 func patchLine(idJSON, key string) string {
@@ -232,7 +219,7 @@ func (r *Repository[T, ID]) seenLists(ctx context.Context, before *rowKeys, row 
 			}
 		}
 		if len(wheres) > 0 {
-			out[i] = q.gens.seen(ctx, wheres)
+			out[i] = q.gens.lg.Seen(ctx, wheres...)
 		}
 	}
 	return out

@@ -24,7 +24,7 @@ var TripOff atomic.Bool
 var ReplicaLSNOff atomic.Bool
 
 // GenCounterOff makes a cached query's generation bump a plain SET of its
-// random token (package repo), without the counter that keeps a bump
+// random token (package cacheaside, ListGenerations.Bump), without the counter that keeps a bump
 // applied twice (a retried command whose first reply was lost) from
 // bringing back a generation that another bump replaced meanwhile.
 var GenCounterOff atomic.Bool
