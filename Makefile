@@ -37,7 +37,7 @@ all: lint test
 ## same reason).
 TEST_JOBS ?= 3
 TEST_P    ?= 4
-TEST_ORDER := . chaos cmd/asidekit benchmarks benchmarks/peers metrics examples/catalog compat examples/quickstart
+TEST_ORDER := . benchmarks chaos cmd/asidekit benchmarks/peers examples/catalog metrics compat examples/quickstart
 test:
 	@test "$(sort $(TEST_ORDER))" = "$(sort $(MODULES))" || { echo "make test: TEST_ORDER and MODULES differ"; exit 2; }
 	@logs=$$(mktemp -d); trap 'rm -rf $$logs' EXIT; \

@@ -20,6 +20,7 @@ import (
 // (the run used to end 200ms after the last write, every write unserved
 // here, their delays cut short).
 func TestLocalVariant_plainDel(t *testing.T) {
+	t.Parallel()
 	pg := testcontainers.Postgres(t)
 	rd := testcontainers.Redis(t)
 	ctx := context.Background()

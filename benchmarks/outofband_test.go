@@ -24,6 +24,7 @@ func TestOutOfBand_embeddedSkips(t *testing.T) {
 // On a logical-replication server, ttl_only leaves rows stale and inserted
 // ids "not found"; cdc and cdc_restart leave nothing behind.
 func TestOutOfBand_real(t *testing.T) {
+	t.Parallel()
 	env := logicalEnv(t)
 	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second, BulkRows: 2000}
 	res, err := benchmarks.RunOutOfBand(context.Background(), env, p)

@@ -12,6 +12,7 @@ import (
 // ttl_lists' do, the uncached sql variant passes the same check (no false
 // alarms), and asidekit reads the database less than sql.
 func TestQuery_real(t *testing.T) {
+	t.Parallel()
 	env := logicalEnv(t)
 	res, err := benchmarks.RunQuery(context.Background(), env, benchmarks.TestQueryParams())
 	if err != nil {
@@ -46,6 +47,7 @@ func TestQuery_real(t *testing.T) {
 // On the embedded backend the counts hold: asidekit's lists are never
 // stale, and asidekit_cdc is skipped with a note.
 func TestQuery_embedded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := embeddedEnv(t)
 	res, err := benchmarks.RunQuery(ctx, env, benchmarks.TestQueryParams())

@@ -24,6 +24,7 @@ func TestReplica_embeddedSkips(t *testing.T) {
 // served more than a second after the write; with it, none, and most
 // loads still go to the replica. Speeds are logged, never asserted.
 func TestReplica_real(t *testing.T) {
+	t.Parallel()
 	env := realEnv(t)
 	p := benchmarks.ReplicaParams{Load: benchmarks.Load{Instances: 2, Goroutines: 3}, Rows: 2000, Hot: 10,
 		WriteRate: 40, Duration: 2500 * time.Millisecond, ApplyDelay: 200 * time.Millisecond}
