@@ -13,6 +13,7 @@ import (
 // announcement: no Redis command after the wake-up. A value too large to
 // be announced costs the waiter one more lease call.
 func TestMutex_announcedValue(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {
@@ -60,6 +61,7 @@ func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int
 // their announcements: the first holder's store leaves it waiting for the
 // second, and once both stored it sends no Redis command at all.
 func TestGetMany_announcedValues(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {

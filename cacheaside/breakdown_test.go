@@ -174,14 +174,21 @@ func testBreakdown(t *testing.T, redis func(testing.TB) *testcontainers.RedisNam
 	}
 }
 
-func TestBreakdown(t *testing.T) { testBreakdown(t, testcontainers.Redis) }
+func TestBreakdown(t *testing.T) {
+	t.Parallel()
+	testBreakdown(t, testcontainers.Redis)
+}
 
-func TestBreakdown_cluster(t *testing.T) { testBreakdown(t, testcontainers.RedisCluster) }
+func TestBreakdown_cluster(t *testing.T) {
+	t.Parallel()
+	testBreakdown(t, testcontainers.RedisCluster)
+}
 
 // With AsyncRefresh, once the key is warm no reader waits for the loader:
 // every read past the logical expiry completes while the refresh is held
 // inside the loader, and exactly one refresh runs.
 func TestAsyncRefresh_readersNeverWait(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {
@@ -247,6 +254,7 @@ func TestAsyncRefresh_readersNeverWait(t *testing.T) {
 // Mutex waiters are woken by the shared subscription: with the fallback
 // re-check disabled, they can only get the value through a notification.
 func TestMutex_wakesOnNotification(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {
@@ -293,6 +301,7 @@ func TestMutex_wakesOnNotification(t *testing.T) {
 // A waiter whose lease holder never finishes gets ErrWaitTimeout after
 // WaitTimeout, counted.
 func TestMutex_waitTimeout(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: 300 * time.Millisecond}
 	holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)

@@ -83,6 +83,7 @@ func waitQueued(t *testing.T, e *Entity[user], id string, n int) {
 // machine, 0.27 with both cores busy), so only "fewer GETs than reads"
 // is asserted; without coalescing every read sends its own GET.
 func TestCoalesceReads_hotKey(t *testing.T) {
+	t.Parallel()
 	const goroutines, reads = 64, 50
 	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
@@ -149,6 +150,7 @@ func TestCoalesceReads_hotKey(t *testing.T) {
 // the Get does not join that GET but waits for the next one. (With plain
 // singleflight the Get would join it and return the old value.)
 func TestCoalesceReads_noOlderThanCompletedWrite(t *testing.T) {
+	t.Parallel()
 	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1", Ver: 1}); err != nil {
@@ -176,6 +178,7 @@ func TestCoalesceReads_noOlderThanCompletedWrite(t *testing.T) {
 // A queued caller whose context ends leaves at once with ctx.Err(); the
 // others queued with it get their value from the shared GET.
 func TestCoalesceReads_queuedCallerCancelled(t *testing.T) {
+	t.Parallel()
 	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	want := user{ID: "1", Ver: 3}
@@ -211,6 +214,7 @@ func TestCoalesceReads_queuedCallerCancelled(t *testing.T) {
 
 // When every caller queued for a GET has left, the GET is not sent.
 func TestCoalesceReads_abandonedBatchNotSent(t *testing.T) {
+	t.Parallel()
 	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()
 	if err := e.Set(ctx, "1", user{ID: "1"}); err != nil {
@@ -242,6 +246,7 @@ func TestCoalesceReads_abandonedBatchNotSent(t *testing.T) {
 // Only the read is shared: misses, "not found" answers and stale entries
 // go through the strategy as before (here SingleFlight: one load).
 func TestCoalesceReads_missesUseStrategy(t *testing.T) {
+	t.Parallel()
 	for _, absent := range []bool{false, true} {
 		name := map[bool]string{false: "value", true: "notFound"}[absent]
 		t.Run(name, func(t *testing.T) {
@@ -277,6 +282,7 @@ func TestCoalesceReads_missesUseStrategy(t *testing.T) {
 // sends its GET at once (one GET per Get), and readers that find a GET of
 // their key in flight queue and share the next one.
 func TestReads_sharedByDefault(t *testing.T) {
+	t.Parallel()
 	const reads, queued = 10, 8
 	e, h := coalesced(t, true, Policy{TTL: time.Hour})
 	ctx := context.Background()

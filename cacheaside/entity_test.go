@@ -10,6 +10,7 @@ import (
 )
 
 func TestEntity_Get_readThrough(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
 	e := newEntity[user](t, c, "user", Policy{TTL: time.Minute, NullTTL: time.Minute})
@@ -46,6 +47,7 @@ func TestEntity_Get_readThrough(t *testing.T) {
 }
 
 func TestEntity_Set_Invalidate(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
 	e := newEntity[user](t, c, "user", Policy{})
@@ -68,6 +70,7 @@ func TestEntity_Set_Invalidate(t *testing.T) {
 }
 
 func TestEntity_Get_nullCachingOff(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
 	e := newEntity[user](t, c, "user", Policy{NullTTL: Disabled})
@@ -83,6 +86,7 @@ func TestEntity_Get_nullCachingOff(t *testing.T) {
 }
 
 func TestEntity_Get_badInput(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
 	e := newEntity[user](t, c, "user", Policy{})

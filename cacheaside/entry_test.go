@@ -10,6 +10,7 @@ import (
 )
 
 func TestEntry_roundTrip(t *testing.T) {
+	t.Parallel()
 	for _, h := range []header{
 		{expiry: 1, loadUS: 0},
 		{expiry: time.Now().UnixMilli(), loadUS: 1234},
@@ -48,6 +49,7 @@ func FuzzDecode(f *testing.F) {
 
 // A corrupt or foreign entry is a miss: deleted, counted, reloaded.
 func TestEntity_Get_corruptEntry(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{Strategy: Mutex})
 	ctx := context.Background()

@@ -117,6 +117,7 @@ func (r *failoverRig) waitPending(t *testing.T, ctx context.Context, n int) {
 // replica again. With ReplicaAcks 0 the same steps serve version 1: the
 // check fails without the rule.
 func TestFailover_lostInvalidation(t *testing.T) {
+	t.Parallel()
 	for _, acks := range []int{1, 0} {
 		t.Run("ReplicaAcks="+strconv.Itoa(acks), func(t *testing.T) { testLostInvalidation(t, acks) })
 	}
@@ -199,6 +200,7 @@ func testLostInvalidation(t *testing.T, acks int) {
 // those ids skip Redis meanwhile; they complete once the replica answers
 // again (resumed), or once a new replica has synced (after a kill).
 func TestFailover_replicaNeverAcks(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := newFailoverRig(t, 1)
@@ -311,6 +313,7 @@ func BenchmarkFailover_invalidate(b *testing.B) {
 }
 
 func TestNew_replicaAcksOptions(t *testing.T) {
+	t.Parallel()
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Second})
 	defer client.Close()
 	for _, o := range []Options{
@@ -350,6 +353,7 @@ func TestNew_replicaAcksOptions(t *testing.T) {
 // reads after the failover find stale rows: the check fails without the
 // rule.
 func TestFailover_history(t *testing.T) {
+	t.Parallel()
 	for _, acks := range []int{1, 0} {
 		t.Run("ReplicaAcks="+strconv.Itoa(acks), func(t *testing.T) { testFailoverHistory(t, acks) })
 	}

@@ -14,6 +14,7 @@ import (
 // A loader panic becomes an error for every waiter, in this process and in
 // others, and the lease is released.
 func TestEntity_Get_loaderPanic(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: 30 * time.Second}
 	a := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p)
@@ -70,6 +71,7 @@ func TestEntity_Get_loaderPanic(t *testing.T) {
 
 // A loader error with a stale value within Grace serves the stale value.
 func TestEntity_Get_staleOnLoaderError(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user",
 		Policy{TTL: 100 * time.Millisecond, Jitter: -1, Grace: time.Minute, Strategy: SingleFlight})
@@ -97,6 +99,7 @@ func TestEntity_Get_staleOnLoaderError(t *testing.T) {
 
 // MaxConcurrentLoads rejects callers over the cap at once.
 func TestEntity_Get_overloaded(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{MaxConcurrentLoads: 2})
 	ctx := context.Background()
@@ -133,6 +136,7 @@ func TestEntity_Get_overloaded(t *testing.T) {
 // A caller whose context ends stops waiting at once; the shared load goes
 // on for the others.
 func TestEntity_Get_contextWhileWaiting(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{Strategy: SingleFlight})
 	entered, gate := make(chan struct{}), make(chan struct{})

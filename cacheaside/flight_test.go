@@ -13,6 +13,7 @@ import (
 // that started it and the ones that joined, ErrLoaderGoexit: never a zero
 // value with a nil error.
 func TestFlight_goexit(t *testing.T) {
+	t.Parallel()
 	var g flight[int]
 	ctx := context.Background()
 	joined := make(chan struct{})
@@ -62,6 +63,7 @@ func TestFlight_goexit(t *testing.T) {
 // Through Entity.Get: a loader that calls runtime.Goexit (t.FailNow, for
 // one) makes Get fail with ErrLoaderGoexit, and nothing is cached.
 func TestEntity_Get_loaderGoexit(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	for _, s := range []Strategy{SingleFlight, Mutex, AsyncRefresh} {
 		t.Run(s.String(), func(t *testing.T) {

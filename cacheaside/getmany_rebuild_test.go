@@ -189,12 +189,14 @@ func testGetManyShared(t *testing.T, r *testcontainers.RedisNamespace, s Strateg
 
 // Concurrent GetMany calls in several processes load each cold id once.
 func TestGetMany_sharedLoads(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Strategy{Mutex, AsyncRefresh, EarlyRefresh} {
 		t.Run(s.String(), func(t *testing.T) { testGetManyShared(t, testcontainers.Redis(t), s) })
 	}
 }
 
 func TestGetMany_sharedLoads_cluster(t *testing.T) {
+	t.Parallel()
 	testGetManyShared(t, testcontainers.RedisCluster(t), Mutex)
 }
 

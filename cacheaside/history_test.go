@@ -249,6 +249,7 @@ func historyRead(ctx context.Context, e *Entity[user], db *historyDB, h *history
 // and restored at random (its reads fail open to the loader) and the
 // others write.
 func TestHistory_noStaleRead(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {

@@ -14,9 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestEntity_InvalidateAll(t *testing.T) { testInvalidateAll(t, testcontainers.Redis(t)) }
+func TestEntity_InvalidateAll(t *testing.T) {
+	t.Parallel()
+	testInvalidateAll(t, testcontainers.Redis(t))
+}
 
 func TestEntity_InvalidateAll_cluster(t *testing.T) {
+	t.Parallel()
 	testInvalidateAll(t, testcontainers.RedisCluster(t))
 }
 

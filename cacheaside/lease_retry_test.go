@@ -17,6 +17,7 @@ import (
 // Taking a lease twice with one token grants it twice (same version); a
 // different token still finds it held.
 func TestLease_sameTokenGrantedAgain(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{Strategy: Mutex})
 	ctx := context.Background()
@@ -101,6 +102,7 @@ func (c *lossyConn) Read(b []byte) (int, error) {
 // the script and is granted its own lease: it loads once and does not wait
 // for itself until WaitTimeout.
 func TestLease_lostReplyRetried(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	d := &lossyDialer{match: []byte(leaseScript.Hash())}
 	client := redis.NewClient(&redis.Options{Addr: r.Addrs[0], Dialer: d.dial})

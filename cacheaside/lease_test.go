@@ -14,6 +14,7 @@ import (
 
 // A load that read old data before an Invalidate cannot store it after.
 func TestLease_invalidateDefeatsEarlierLoad(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Strategy{None, SingleFlight, Mutex} {
 		t.Run(s.String(), func(t *testing.T) {
 			r := testcontainers.Redis(t)
@@ -52,6 +53,7 @@ func TestLease_invalidateDefeatsEarlierLoad(t *testing.T) {
 // An expired or evicted version key cannot let a stale set through: the
 // store is refused when the token read before the load is gone.
 func TestLease_lostVersionRefusesStore(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{})
 	ctx := context.Background()
@@ -73,12 +75,14 @@ func TestLease_lostVersionRefusesStore(t *testing.T) {
 // older than the last write completed before the read began, and after the
 // run every cached value is the latest.
 func TestLease_randomized(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Strategy{None, SingleFlight, Mutex, AsyncRefresh} {
 		t.Run(s.String(), func(t *testing.T) { leaseRandomized(t, testcontainers.Redis(t), s) })
 	}
 }
 
 func TestLease_randomized_cluster(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Strategy{SingleFlight, Mutex} {
 		t.Run(s.String(), func(t *testing.T) { leaseRandomized(t, testcontainers.RedisCluster(t), s) })
 	}

@@ -126,6 +126,7 @@ func clusterClientOf(t *testing.T, node *redis.Client) *redis.ClusterClient {
 // new master was never tracked and the reader served the old value until
 // Local.TTL (an hour here).
 func TestLocal_clusterReshard(t *testing.T) {
+	t.Parallel()
 	a, b := privateCluster(t)
 	ctx := context.Background()
 	outside := clusterClientOf(t, a)
@@ -160,6 +161,7 @@ func TestLocal_clusterReshard(t *testing.T) {
 // the sharded subscription (sunsubscribe); the feed flushes and subscribes
 // again on the slot's new owner, so later writes still reach the reader.
 func TestLocal_broadcastReshard(t *testing.T) {
+	t.Parallel()
 	a, b := privateCluster(t)
 	ctx := context.Background()
 	ns := fmt.Sprintf("reshardb%d", time.Now().UnixNano())

@@ -81,6 +81,7 @@ func warm(t *testing.T, e *Entity[user], id string, load func(context.Context, s
 // A write in one process reaches the near cache of another: through
 // Invalidate, through Set, and by a plain SET or DEL from outside.
 func TestLocal_crossProcess(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		src := newDB()
 		_, reader := nearProcess(t, r, Policy{}, nil)
@@ -137,6 +138,7 @@ func TestLocal_crossProcess(t *testing.T) {
 // The writing process reads its own writes at once, while concurrent
 // readers keep filling its near cache.
 func TestLocal_readYourWrites(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		src := newDB()
 		_, e := nearProcess(t, r, Policy{}, nil)
@@ -199,6 +201,7 @@ func TestLocal_readYourWrites(t *testing.T) {
 // once the writes stop, every reader ends up with the last one, although
 // local entries would live an hour.
 func TestLocal_noStaleFill(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		src := newDB()
 		_, reader := nearProcess(t, r, Policy{}, nil)
@@ -246,6 +249,7 @@ func TestLocal_noStaleFill(t *testing.T) {
 
 // A local entry never outlives Local.TTL.
 func TestLocal_ttlCap(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	src := newDB()
 	const ttl = 50 * time.Millisecond
@@ -255,6 +259,7 @@ func TestLocal_ttlCap(t *testing.T) {
 
 // A local entry never outlives the Redis entry it came from.
 func TestLocal_remoteExpiryCap(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		src := newDB()
 		_, e := nearProcess(t, r, Policy{TTL: 100 * time.Millisecond, Jitter: -1}, nil)
@@ -301,6 +306,7 @@ func checkLocalDeadline(t *testing.T, e *Entity[user], src *db, deadline func(ti
 // "Not found" answers are kept locally with Local.NullTTL, and dropped
 // when the id is created.
 func TestLocal_null(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	src := newDB()
 	src.gone["x"] = true
@@ -328,6 +334,7 @@ func TestLocal_null(t *testing.T) {
 
 // LocalBroadcast carries the writes made through asidekit.
 func TestLocal_broadcast(t *testing.T) {
+	t.Parallel()
 	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
 		src := newDB()
 		o := &Options{LocalInvalidation: LocalBroadcast}
@@ -347,6 +354,7 @@ func TestLocal_broadcast(t *testing.T) {
 }
 
 func TestLocal_badConfig(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	c := newCache(t, r.Client, r.Namespace, nil)
 	if _, err := NewEntity[user](c, "user", Policy{Local: &LocalPolicy{TTL: -1}}); err == nil {

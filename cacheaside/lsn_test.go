@@ -14,6 +14,7 @@ import (
 // created by a miss: Redis may have lost the one a write made) requires
 // UnknownLSN until a load tells the position it saw (LSNRecorder).
 func TestWriteLSN_reachesLoader(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {

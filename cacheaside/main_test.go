@@ -10,6 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Tests that set a process-wide switch or hook (testswitch, leaseLostHook,
+// rejectedSetHook, clusterMasters), count the process's allocations, kill
+// or flush what the shared Redis holds (CLIENT KILL, SCRIPT FLUSH) or
+// check for leaked goroutines stay serial: go runs every serial test
+// before the first parallel one resumes, so they run alone. Every other
+// test calls t.Parallel (most wait on Redis, not on the CPU).
 func TestMain(m *testing.M) { testcontainers.Main(m) }
 
 type user struct {

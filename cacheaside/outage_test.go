@@ -18,6 +18,7 @@ import (
 // ErrOverloaded), loader concurrency never exceeds MaxConcurrentLoads, the
 // breaker skips Redis while it is down, and caching resumes afterwards.
 func TestOutage_failOpen(t *testing.T) {
+	t.Parallel()
 	const maxLoads, readers = 4, 32
 	srv := testcontainers.NewRedisServer(t)
 	client := redis.NewClient(&redis.Options{
@@ -112,6 +113,7 @@ func TestOutage_failOpen(t *testing.T) {
 // An Invalidate that fails while Redis is down is retried in the
 // background and lands once Redis is back.
 func TestOutage_invalidationRetried(t *testing.T) {
+	t.Parallel()
 	srv := testcontainers.NewRedisServer(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })

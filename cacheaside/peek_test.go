@@ -41,6 +41,7 @@ func loadString(_ context.Context, id string) (string, error) {
 }
 
 func TestEntity_Peek(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e, client := peekEntity(t, r, "user")
 	ctx := context.Background()
@@ -121,6 +122,7 @@ func TestEntity_Peek(t *testing.T) {
 }
 
 func TestEntity_Peek_oneRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e, client := peekEntity(t, r, "user")
 	ctx := context.Background()
@@ -141,6 +143,7 @@ func TestEntity_Peek_oneRoundTrip(t *testing.T) {
 }
 
 func TestEntity_Peek_badInput(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e, _ := peekEntity(t, r, "user")
 	if _, err := e.Peek(context.Background(), ""); !errors.Is(err, cacheaside.ErrInvalidID) {
@@ -167,9 +170,15 @@ func TestEntity_Peek_badInput(t *testing.T) {
 	}
 }
 
-func TestEntity_SampleIDs(t *testing.T) { testSampleIDs(t, testcontainers.Redis(t)) }
+func TestEntity_SampleIDs(t *testing.T) {
+	t.Parallel()
+	testSampleIDs(t, testcontainers.Redis(t))
+}
 
-func TestEntity_SampleIDs_cluster(t *testing.T) { testSampleIDs(t, testcontainers.RedisCluster(t)) }
+func TestEntity_SampleIDs_cluster(t *testing.T) {
+	t.Parallel()
+	testSampleIDs(t, testcontainers.RedisCluster(t))
+}
 
 // testSampleIDs caches ids (some that need escaping, one absence) next to
 // entities whose names share the prefix, and walks the entity to the end:

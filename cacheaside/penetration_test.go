@@ -87,6 +87,7 @@ func penetrate(t *testing.T, e *Entity[user]) map[string]int {
 }
 
 func TestPenetration_nullCaching(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "user", Policy{NullTTL: time.Minute, Strategy: SingleFlight})
 	calls := penetrate(t, e)
@@ -106,6 +107,7 @@ func TestPenetration_nullCaching(t *testing.T) {
 }
 
 func TestPenetration_filter(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	bf := newTestBloom(10000, 0.01)
 	for i := 0; i < 10000; i++ {

@@ -12,6 +12,7 @@ import (
 // documented default, Disabled switches it off, for every field that has an
 // off state.
 func TestPolicy_zeroMeansDefault_disabledMeansOff(t *testing.T) {
+	t.Parallel()
 	p, err := Policy{}.withDefaults()
 	if err != nil {
 		t.Fatal(err)

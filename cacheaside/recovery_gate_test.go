@@ -18,6 +18,7 @@ import (
 // rule off (recovery.ignore), B serves the old value: the check fails
 // without it.
 func TestRecoveryGate_otherProcessNotStale(t *testing.T) {
+	t.Parallel()
 	for _, rule := range []bool{true, false} {
 		name := "rule"
 		if !rule {

@@ -19,6 +19,7 @@ import (
 // loads instead (Get and GetMany). With the rule off (retrier.ignore), the
 // same read returns the old value: the check fails without it.
 func TestRecovery_pendingInvalidationNotServed(t *testing.T) {
+	t.Parallel()
 	for _, rule := range []bool{true, false} {
 		name := "rule"
 		if !rule {

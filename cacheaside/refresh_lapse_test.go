@@ -48,6 +48,7 @@ func putStale(t *testing.T, r *testcontainers.RedisNamespace, e *Entity[user], i
 // does not load: it finds the lease lost (counted) and leaves the entry to
 // the other refresh.
 func TestRefresh_leaseLapsedBeforeLoad(t *testing.T) {
+	t.Parallel()
 	s := newLapseScene(t, refreshTestPolicy)
 	putStale(t, s.r, s.a, "1")
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func TestRefresh_leaseLapsedBeforeLoad(t *testing.T) {
 // one whose lease lapsed with nobody taking it (the next reader refreshes
 // it).
 func TestRefreshMany_leaseLapsedBeforeLoad(t *testing.T) {
+	t.Parallel()
 	s := newLapseScene(t, refreshTestPolicy)
 	ids := []string{"1", "2"}
 	putStale(t, s.r, s.a, ids...)
@@ -113,6 +115,7 @@ func TestRefreshMany_leaseLapsedBeforeLoad(t *testing.T) {
 // LockTTL. AsyncRefresh refreshes on a goroutine of its own, EarlyRefresh
 // on the reader's (which the Goexit ends).
 func TestRefresh_loaderGoexitReleasesLease(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s   Strategy
 		put func(*testing.T, *testcontainers.RedisNamespace, *Entity[user], ...string)
@@ -149,6 +152,7 @@ func TestRefresh_loaderGoexitReleasesLease(t *testing.T) {
 
 // The same for GetMany's batch refresh.
 func TestRefreshMany_loaderGoexitReleasesLeases(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	e := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user",
 		Policy{Strategy: AsyncRefresh, LockTTL: time.Minute, WaitTimeout: time.Minute, Grace: time.Hour, RefreshTimeout: time.Minute})

@@ -15,6 +15,7 @@ import (
 // never leave the older value. A load that began before it has its fill
 // refused either way.
 func TestSetIfVersion(t *testing.T) {
+	t.Parallel()
 	rn := testcontainers.Redis(t)
 	c := newCache(t, rn.Client, rn.Namespace, nil)
 	e := newEntity[user](t, c, "u", Policy{})

@@ -34,6 +34,7 @@ const (
 // (the settle window). Run with testswitch.SettleOff set, it finds
 // hundreds of stale reads.
 func TestSettle_restartHistory(t *testing.T) {
+	t.Parallel()
 	for _, s := range []Strategy{Mutex, SingleFlight} {
 		t.Run(s.String(), func(t *testing.T) {
 			bad, st := runRestartHistory(t, s)

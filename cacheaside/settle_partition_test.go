@@ -23,6 +23,7 @@ const partitionCut = 2 * time.Second
 // BreakerCooldown, the retrier's longest pause, one try) and logs the
 // figures, with the default options.
 func TestSettle_partitionWindow(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	reader, writer, wdown := settlePair(t, r, Mutex, nil)
 	db := &settleDB{loaded: make(chan struct{})}

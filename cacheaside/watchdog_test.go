@@ -28,6 +28,7 @@ func notRefreshing[T any](t *testing.T, e *Entity[T], id string) {
 // slow query) keeps its lease: another process that finds the same stale
 // entry does not load it a second time.
 func TestLease_slowRefreshKeepsLease(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	p := Policy{TTL: 50 * time.Millisecond, Jitter: -1, Grace: time.Minute, Strategy: AsyncRefresh,
 		LockTTL: slowLockTTL, RefreshTimeout: time.Minute}
@@ -70,6 +71,7 @@ func TestLease_slowRefreshKeepsLease(t *testing.T) {
 // A Mutex rebuild whose load outlives LockTTL keeps its lease: the waiter
 // in another process waits for it instead of loading too.
 func TestLease_slowLoadKeepsLease(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	p := Policy{Strategy: Mutex, LockTTL: slowLockTTL, WaitTimeout: time.Minute}
 	a := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)
@@ -109,6 +111,7 @@ func TestLease_slowLoadKeepsLease(t *testing.T) {
 // GetMany's batch refresh keeps the leases of all its ids while its load
 // outlives LockTTL.
 func TestLease_slowBatchRefreshKeepsLeases(t *testing.T) {
+	t.Parallel()
 	r := testcontainers.Redis(t)
 	p := Policy{TTL: 50 * time.Millisecond, Jitter: -1, Grace: time.Minute, Strategy: AsyncRefresh,
 		LockTTL: slowLockTTL, RefreshTimeout: time.Minute}

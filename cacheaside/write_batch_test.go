@@ -14,6 +14,7 @@ import (
 // the old and the new write position. On a Cluster each id is its own
 // call; the outcome is the same.
 func TestInvalidate_batches(t *testing.T) {
+	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
 		"standalone": testcontainers.Redis, "cluster": testcontainers.RedisCluster,
 	} {
@@ -74,6 +75,7 @@ func TestInvalidate_batches(t *testing.T) {
 // its position and TTL arguments, so each id's version records its own
 // position and lives its own TTL.
 func TestInvalidate_mixedBatch(t *testing.T) {
+	t.Parallel()
 	rn := testcontainers.Redis(t)
 	c := newCache(t, rn.Client, rn.Namespace, nil)
 	e := newEntity[user](t, c, "u", Policy{})

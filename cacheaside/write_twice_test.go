@@ -12,6 +12,7 @@ import (
 // stores a version no load can hold: a load that read the version of the
 // first run has its fill refused, as the other writer's write requires.
 func TestWrite_appliedTwice(t *testing.T) {
+	t.Parallel()
 	rn := testcontainers.Redis(t)
 	c := newCache(t, rn.Client, rn.Namespace, nil)
 	e := newEntity[user](t, c, "u", Policy{})
