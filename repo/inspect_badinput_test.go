@@ -11,6 +11,7 @@ import (
 )
 
 func TestRepository_Inspect_badInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	users := e.users(t, repo.Options{})
 	ctx := context.Background()

@@ -21,6 +21,7 @@ import (
 // "cached plan must not change result type" once per connection after
 // each ALTER.
 func TestSchemaChange_addDropColumn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Absent ids are not cached, so every read of one is a query.
 	r := e.users(t, repo.Options{Policy: cacheaside.Policy{NullTTL: cacheaside.Disabled}})
@@ -51,6 +52,7 @@ func TestSchemaChange_addDropColumn(t *testing.T) {
 // once, on the connection whose statement pgx has dropped by then. (In a
 // transaction the failed read has aborted it: the caller retries.)
 func TestSchemaChange_alterColumnType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	r := e.users(t, repo.Options{Policy: cacheaside.Policy{NullTTL: cacheaside.Disabled}})
