@@ -81,6 +81,16 @@
 // that fails is returned to its caller, never dropped (repo's after-commit
 // retrier sends it again).
 //
+// # After-commit effects
+//
+// What a committed write does to the cache is a list of Effect values, a
+// closed set: Invalidate (delete and re-version ids), InvalidateAll,
+// StoreIfVersion (write-through), Bump and Patch (a list's generation and
+// its lines), AddToFilter and Distrust (a Bloom filter). package repo's
+// plan makes them, for its own writes and for repo/cdc's changes; Effects
+// batches them, merged by target, and runs them (Run, or Try, which hands
+// back the effects that failed, to be tried again).
+//
 // # Consistency: versions and leases
 //
 // Writers change the source of truth first and then call Invalidate (or

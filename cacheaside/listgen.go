@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,6 +50,28 @@ type ListGenerations struct {
 	name   string
 	prefix string // ns + ":{" + escaped name + ":", as an Entity's
 	ctr    *counters
+
+	bumps, fallbacks, patches atomic.Int64 // ListStats: done by effects
+}
+
+// AllLists is the id of the generation that every list of a query shares
+// (repo's Query reads it with each list's own): a change whose place in
+// the lists is unknown bumps it. Its bumps are also counted apart
+// (ListStats.Fallbacks).
+const AllLists = "*"
+
+// ListStats counts the Bump and Patch effects (Effects) done to a
+// ListGenerations' lists in this process; direct calls of Bump and Patch
+// are not counted.
+type ListStats struct {
+	Bumps     int64 // lists bumped: by Bump, or by a Patch that found its generation changed
+	Fallbacks int64 // bumps of AllLists, among Bumps
+	Patches   int64 // lines appended by Patch
+}
+
+// Stats returns the counters of the effects done to g's lists.
+func (g *ListGenerations) Stats() ListStats {
+	return ListStats{Bumps: g.bumps.Load(), Fallbacks: g.fallbacks.Load(), Patches: g.patches.Load()}
 }
 
 // Generation is a list's generation as Read returns it.

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
-	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // What happens when the cache upkeep after a commit fails (Redis down or
@@ -60,7 +60,7 @@ type AfterCommitStats struct {
 // goroutine while there is work, none otherwise.
 type upkeepRetrier struct {
 	mu      sync.Mutex // guards pending and running
-	pending rowchange.Work
+	pending cacheaside.Effects
 	running bool
 
 	failures, retried, dropped atomic.Int64
@@ -88,7 +88,7 @@ func GetAfterCommitStats() AfterCommitStats {
 }
 
 // queue adds failed work to retry; err is why it failed, for the log.
-func (r *upkeepRetrier) queue(failed *rowchange.Work, err error) {
+func (r *upkeepRetrier) queue(failed *cacheaside.Effects, err error) {
 	r.failures.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -114,7 +114,7 @@ func (r *upkeepRetrier) loop() {
 		_ = b.Wait(context.Background())
 		r.mu.Lock()
 		w := r.pending
-		r.pending = rowchange.Work{}
+		r.pending = cacheaside.Effects{}
 		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), retryTryTimeout)
 		failed, _ := w.Try(ctx)

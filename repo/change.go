@@ -8,7 +8,7 @@ import (
 	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
-// feed is a repository as package repo/cdc sees it (rowchange.Table):
+// feed is a repository as package repo/cdc sees it (its table interface):
 // registered by New, so that the change-data-capture bridge stays out of
 // the repository's API. It must not refer to the *Repository it serves.
 type feed[T any, ID comparable] struct {
@@ -44,7 +44,7 @@ func (f *feed[T, ID]) RebuildFilter(ctx context.Context) error {
 // queues the safe superset of the work, and their columns are returned
 // in undecoded. An unknown Kind, or a change without the row its Kind
 // needs, is an error matching ErrInvalidID, and nothing is queued.
-func (f *feed[T, ID]) Queue(w *rowchange.Work, ch rowchange.Change) (undecoded []rowchange.Undecoded, err error) {
+func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecoded []rowchange.Undecoded, err error) {
 	c := f.c
 	ctx := context.Background()
 	rc := rowChange{earlierApplied: true} // the log comes in commit order

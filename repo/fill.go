@@ -5,15 +5,13 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-
-	"github.com/asidekit/asidekit/cacheaside"
-	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // This file holds the write-through of rows (Options.WriteThrough): a
 // write through the repository that read the row back as stored
 // (RETURNING) stores it in the entity cache after its COMMIT, instead of
-// invalidating it, so that the next read of the row (a Get, a list's
+// invalidating it (the effect cacheaside.StoreIfVersion, compared with the
+// version read before the write), so that the next read of the row (a Get, a list's
 // GetMany) costs no SELECT.
 
 // seenBefore is what a write read of the cache before its statement, so
@@ -46,31 +44,6 @@ func (r *Repository[T, ID]) seen(ctx context.Context, before *rowKeys, row *T, k
 		return nil
 	}
 	return s
-}
-
-// fillTarget stores a write's row after its COMMIT if the row's version
-// is still the one read before it (cacheaside's SetIfVersion), else
-// invalidates it: an after-commit invalidation (rowchange.Invalidator).
-// Run again (a retry), it finds the version replaced, and invalidates.
-type fillTarget[T any] struct {
-	ent     *cacheaside.Entity[T]
-	version string
-	row     T
-}
-
-func (f *fillTarget[T]) Name() string { return f.ent.Name() }
-
-func (f *fillTarget[T]) Invalidate(ctx context.Context, ids ...string) error {
-	for _, id := range ids {
-		version := f.version
-		if testswitch.FillCompareOff.Load() {
-			version, _ = f.ent.Version(ctx, id)
-		}
-		if _, err := f.ent.SetIfVersion(ctx, id, version, f.row); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // returning is db reading the written row back (RETURNING *) when the

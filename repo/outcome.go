@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
-	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/sqlstate"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
@@ -78,10 +78,10 @@ func (r *Repository[T, ID]) writeFailed(ctx context.Context, err error, ch rowCh
 	if r.tx != nil || !unknownOutcome(err) || testswitch.UnknownUpkeepOff.Load() {
 		return err
 	}
-	var w rowchange.Work
+	var w cacheaside.Effects
 	r.c.queue(&w, ch)
 	if ch.before == nil && ch.after != nil && ch.after.id == "" && r.c.filter != nil && r.keyMayBeLost(ctx) {
-		w.Distrust(r.c.filter, r.c.name)
+		w.Add(cacheaside.Distrust(r.c.filter, r.c.name))
 		retrier.distrusts.Add(1)
 	}
 	unknownUpkeep(ctx, r.c.db, &w)
@@ -100,7 +100,7 @@ func (r *Repository[T, ID]) keyMayBeLost(ctx context.Context) bool {
 
 // unknownUpkeep runs w, the upkeep of writes of unknown outcome on db,
 // after commit as far as the cache can tell, and counts it.
-func unknownUpkeep(ctx context.Context, db *gorm.DB, w *rowchange.Work) {
+func unknownUpkeep(ctx context.Context, db *gorm.DB, w *cacheaside.Effects) {
 	retrier.unknown.Add(1)
 	afterCommitLSN(ctx, db, w)
 	_ = runAfterCommit(ctx, w, false)

@@ -1,6 +1,6 @@
 package repo
 
-import "github.com/asidekit/asidekit/internal/rowchange"
+import "github.com/asidekit/asidekit/cacheaside"
 
 // This file holds the one rule of what a committed row change does to the
 // cache. Every writer (Create, Put, Update, Delete, the Many forms,
@@ -67,9 +67,10 @@ type rowChange struct {
 	// than bumped (see patchOf). nil for every other change.
 	seen   []map[string]string
 	idJSON string
-	// fill, when set, stores the row after the change instead of
-	// invalidating its id (fillTarget); nil for every other change.
-	fill rowchange.Invalidator
+	// fill, when set, is the effect that stores the row after the change
+	// (cacheaside.StoreIfVersion of after.id), done instead of
+	// invalidating it; nil for every other change.
+	fill *cacheaside.Effect
 }
 
 // shape is what of the cache a repository has: a Bloom filter over

@@ -147,7 +147,7 @@ func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: query %s: %w", ErrInvalid, q.Name, err)
 	}
-	l.gens = &generations{name: name, lg: lg}
+	l.gens = &generations{lg: lg}
 	if err := c.lists.add(l); err != nil {
 		return nil, err
 	}
@@ -210,11 +210,10 @@ func (q *Query[T, ID]) Name() string { return q.l.name }
 
 // Stats returns the query's counters in this process.
 func (q *Query[T, ID]) Stats() QueryStats {
-	s := q.ent.Stats()
+	s, g := q.ent.Stats(), q.l.gens.lg.Stats()
 	return QueryStats{
 		Hits: s.Hits, Misses: s.Misses, Loads: s.Loads,
-		Invalidations: q.l.gens.bumps.Load() + q.l.gens.patches.Load(),
-		Fallbacks:     q.l.gens.fallbacks.Load(), Patches: q.l.gens.patches.Load(),
+		Invalidations: g.Bumps + g.Patches, Fallbacks: g.Fallbacks, Patches: g.Patches,
 	}
 }
 

@@ -2,17 +2,13 @@ package repo
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync/atomic"
 
 	"github.com/asidekit/asidekit/cacheaside"
-	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // allLists is the id of the generation shared by all lists of a query; a
 // filter value's id is never it (encodeValues starts with "(").
-const allLists = "*"
+const allLists = cacheaside.AllLists
 
 // GenerationTTL is the lifetime of a list generation key, renewed by every
 // bump (cacheaside.ListGenerationTTL). A generation that expires only
@@ -22,34 +18,12 @@ const GenerationTTL = cacheaside.ListGenerationTTL
 
 // generations are a query's list generations in Redis
 // (cacheaside.ListGenerations): one per filter value and one for all
-// lists. It is a rowchange.Invalidator: bumps are after-commit work like
-// any invalidation, and a bump that fails is retried with it.
+// lists. Writers bump and patch them with effects (cacheaside.Bump,
+// cacheaside.Patch) after their commit, like any invalidation, and a bump
+// that fails is retried with it; the effects done are counted in
+// lg.Stats.
 type generations struct {
-	name string // the query's, for errors
-	lg   *cacheaside.ListGenerations
-
-	bumps, fallbacks, patches atomic.Int64
-}
-
-// Name returns the query's name, for errors.
-func (g *generations) Name() string { return g.name }
-
-// Invalidate bumps the generations of ids (filter values, or allLists):
-// pages filled under the old ones are unreachable from then on.
-func (g *generations) Invalidate(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 || testswitch.ListBumpsOff.Load() {
-		return nil
-	}
-	if err := g.lg.Bump(ctx, ids...); err != nil {
-		return fmt.Errorf("repo: bump list generations of %s: %w", g.name, err)
-	}
-	for _, id := range ids {
-		g.bumps.Add(1)
-		if id == allLists {
-			g.fallbacks.Add(1)
-		}
-	}
-	return nil
+	lg *cacheaside.ListGenerations
 }
 
 // generation is what a list read reads of the generations: the one of
@@ -68,42 +42,4 @@ func (g *generations) read(ctx context.Context, where string) (generation, error
 		return generation{}, err
 	}
 	return generation{all: gs[0].Exact(), list: gs[1]}, nil
-}
-
-// patcher is one write's patch of one list, an after-commit invalidation
-// (rowchange.Invalidator) of its own: it patches the list whose
-// generation is still seen, else bumps it. Run again (a retry after a
-// lost reply), it finds the generation changed, and bumps.
-type patcher struct {
-	g          *generations
-	seen, line string
-}
-
-func (p *patcher) Name() string { return p.g.name }
-
-// Invalidate patches (or bumps) the list ids[0].
-func (p *patcher) Invalidate(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 || testswitch.ListBumpsOff.Load() {
-		return nil
-	}
-	seen := p.seen
-	if testswitch.PatchCompareOff.Load() {
-		now, ok := p.g.lg.Seen(ctx, ids[0])[ids[0]]
-		if !ok {
-			return fmt.Errorf("repo: patch list generation of %s: its value could not be read", p.g.name)
-		}
-		seen = now
-	}
-	patched, err := p.g.lg.Patch(ctx, ids[0], seen, p.line)
-	switch {
-	case errors.Is(err, cacheaside.ErrInvalidID):
-		return nil // a filter value too long for a key is never cached
-	case err != nil:
-		return fmt.Errorf("repo: patch list generation of %s: %w", p.g.name, err)
-	case patched:
-		p.g.patches.Add(1)
-	default:
-		p.g.bumps.Add(1)
-	}
-	return nil
 }

@@ -34,11 +34,15 @@ func TestPatch_comparesGeneration(t *testing.T) {
 		first := g.lg.Seen(ctx, where)[where] // write 1 reads, then commits: 5 leaves 7
 		second := g.lg.Seen(ctx, where)[where]
 		// write 2 commits after write 1 (5 joins 7 at key 03), and its upkeep runs first
-		if err := (&patcher{g: g, seen: second, line: patchLine("5", "03")}).Invalidate(ctx, where); err != nil {
-			t.Fatal(err)
-		}
-		if err := (&patcher{g: g, seen: first, line: patchLine("5", "")}).Invalidate(ctx, where); err != nil {
-			t.Fatal(err)
+		for _, p := range []cacheaside.Effect{
+			cacheaside.Patch(g.lg, where, second, patchLine("5", "03")),
+			cacheaside.Patch(g.lg, where, first, patchLine("5", "")),
+		} {
+			var w cacheaside.Effects
+			w.Add(p)
+			if err := w.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		gen, err := g.read(ctx, where)
 		if err != nil {
@@ -54,7 +58,7 @@ func TestPatch_comparesGeneration(t *testing.T) {
 	if gen.list.Base == start.list.Base {
 		t.Errorf("the late patch kept base %q (patches %q): want a bump, so that the window reloads", gen.list.Base, gen.list.Patches)
 	}
-	if got := g.patches.Load(); got != 1 {
+	if got := g.lg.Stats().Patches; got != 1 {
 		t.Errorf("%d patches, want 1 (the second write's)", got)
 	}
 
@@ -84,5 +88,5 @@ func testGenerations(t *testing.T) *generations {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &generations{name: "items.query.by_grp", lg: lg}
+	return &generations{lg: lg}
 }

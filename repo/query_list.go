@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/cacheaside"
 )
 
 // This file holds what the write path knows of the declared queries: which
@@ -85,8 +87,11 @@ func (l *queryList) keysOf(ctx context.Context, rv reflect.Value) []listKey {
 
 // invalidateAll bumps the generation of all lists of every declared query.
 func (l *queryList) invalidateAll(ctx context.Context) error {
+	var w cacheaside.Effects
 	for _, q := range l.all() {
-		if err := q.gens.Invalidate(ctx, allLists); err != nil {
+		w.Reset()
+		w.Add(cacheaside.Bump(q.gens.lg, allLists))
+		if err := w.Run(ctx); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -20,7 +20,7 @@ type Tx struct {
 	db *gorm.DB
 
 	mu    sync.Mutex // guards after and done
-	after rowchange.Work
+	after cacheaside.Effects
 	done  bool // committed or rolled back: nothing more may be queued
 }
 
@@ -92,7 +92,7 @@ func (t *Tx) DB() *gorm.DB { return t.db }
 
 // queue adds u to the work to do after the commit. A Tx that already
 // ended takes nothing more: its writes failed anyway.
-func (t *Tx) queue(u *rowchange.Work) {
+func (t *Tx) queue(u *cacheaside.Effects) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
@@ -101,18 +101,18 @@ func (t *Tx) queue(u *rowchange.Work) {
 }
 
 // finish ends the Tx and returns its queue.
-func (t *Tx) finish() rowchange.Work {
+func (t *Tx) finish() cacheaside.Effects {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
 	after := t.after
-	t.after = rowchange.Work{}
+	t.after = cacheaside.Effects{}
 	return after
 }
 
 // afterWrite queues u after the commit of the view's transaction, or runs
 // it now when the view has none (the write has succeeded already).
-func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *rowchange.Work) error {
+func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *cacheaside.Effects) error {
 	if r.tx != nil {
 		r.tx.queue(u)
 		return nil

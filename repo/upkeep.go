@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -16,12 +16,12 @@ import (
 // cached for a whole TTL.
 const AfterCommitTimeout = 5 * time.Second
 
-// queue adds the cache work of ch, as planChange decides it, to w: the
-// entity's and the lookups' invalidations, the filters' adds and the
-// declared queries' generation bumps. Values
-// too long to be a mapping's cache id are never cached, so they have no
-// mapping to drop.
-func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
+// queue adds the cache effects of ch, as planChange decides them, to w:
+// the entity's and the lookups' invalidations (or the write-through of
+// the row, ch.fill), the filters' adds and distrusts, and the declared
+// queries' generation bumps and patches. Values too long to be a
+// mapping's cache id are never cached, so they have no mapping to drop.
+func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	qs := c.lists.all()
 	if ch.earlierApplied && testswitch.CDCListsOff.Load() {
 		qs = nil // a change from the log (repo/cdc) leaves the lists alone
@@ -34,44 +34,44 @@ func (c *core[T, ID]) queue(w *rowchange.Work, ch rowChange) {
 	p := planChange(ch, s)
 	for i, q := range qs {
 		if p.allLists[i] {
-			w.Invalidate(q.gens, allLists)
+			w.Add(cacheaside.Bump(q.gens.lg, allLists))
 			continue
 		}
 		for _, where := range p.lists[i] {
 			if line, seen, ok := ch.patchOf(i, where); ok {
-				w.Invalidate(&patcher{g: q.gens, seen: seen, line: line}, where)
+				w.Add(cacheaside.Patch(q.gens.lg, where, seen, line))
 			} else {
-				w.Invalidate(q.gens, where)
+				w.Add(cacheaside.Bump(q.gens.lg, where))
 			}
 		}
 	}
 	if c.filter != nil {
-		w.Add(c.filter, c.name, p.filterIDs...)
+		w.Add(cacheaside.AddToFilter(c.filter, c.name, p.filterIDs...))
 		if p.distrust {
-			w.Distrust(c.filter, c.name)
+			w.Add(cacheaside.Distrust(c.filter, c.name))
 		}
 	}
 	if p.allIDs {
-		w.Invalidate(everyKey{c.ent}, "*")
+		w.Add(cacheaside.InvalidateAll(c.ent))
 	}
 	if ch.fill != nil && ch.after != nil && len(p.ids) == 1 && p.ids[0] == ch.after.id {
-		w.Invalidate(ch.fill, p.ids[0])
+		w.Add(*ch.fill)
 	} else {
-		w.Invalidate(c.ent, p.ids...)
+		w.Add(cacheaside.Invalidate(c.ent, p.ids...))
 	}
 	for i, l := range c.lookups {
 		if i < len(p.allMaps) && p.allMaps[i] {
-			w.Invalidate(everyKey{l.ent}, "*")
+			w.Add(cacheaside.InvalidateAll(l.ent))
 			if l.filter != nil {
-				w.Distrust(l.filter, l.name)
+				w.Add(cacheaside.Distrust(l.filter, l.name))
 			}
 		}
 		if l.filter != nil {
-			w.Add(l.filter, l.name, p.adds[i]...)
+			w.Add(cacheaside.AddToFilter(l.filter, l.name, p.adds[i]...))
 		}
 		for _, k := range p.maps[i] {
 			if l.cacheable(k) {
-				w.Invalidate(l.ent, k)
+				w.Add(cacheaside.Invalidate(l.ent, k))
 			}
 		}
 	}
@@ -89,7 +89,7 @@ func (c *core[T, ID]) shapeOf() shape {
 // runAfterCommit runs w, bounded by AfterCommitTimeout and detached from
 // ctx's cancellation. What fails is retried in the background; with
 // report, the error (matching ErrAfterCommit) is returned too, else nil.
-func runAfterCommit(ctx context.Context, w *rowchange.Work, report bool) error {
+func runAfterCommit(ctx context.Context, w *cacheaside.Effects, report bool) error {
 	if w.Len() == 0 {
 		return nil
 	}
@@ -105,19 +105,4 @@ func runAfterCommit(ctx context.Context, w *rowchange.Work, report bool) error {
 		return err
 	}
 	return nil
-}
-
-// everyKey is an entity as a rowchange.Invalidator that invalidates every
-// key of the entity (InvalidateAll: a SCAN of its keys) whatever the ids
-// it is given: the safe path of a change whose key was lost (planChange).
-type everyKey struct {
-	e interface {
-		InvalidateAll(ctx context.Context) error
-		Name() string
-	}
-}
-
-func (k everyKey) Name() string { return k.e.Name() + " (every key)" }
-func (k everyKey) Invalidate(ctx context.Context, _ ...string) error {
-	return k.e.InvalidateAll(ctx)
 }

@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm/clause"
 
-	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -203,7 +203,8 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T,
 			ch.seen, ch.idJSON = seen.lists, idJSON(id)
 		}
 		if seen.fill && !testswitch.RowFillOff.Load() {
-			ch.fill = &fillTarget[T]{ent: r.c.ent, version: seen.version, row: *row}
+			fill := cacheaside.StoreIfVersion(r.c.ent, after.id, seen.version, *row)
+			ch.fill = &fill
 		}
 	}
 	return r.apply(ctx, ch)
@@ -211,7 +212,7 @@ func (r *Repository[T, ID]) upkeep(ctx context.Context, before *rowKeys, row *T,
 
 // apply queues (or runs) the cache work of ch.
 func (r *Repository[T, ID]) apply(ctx context.Context, ch rowChange) error {
-	var w rowchange.Work
+	var w cacheaside.Effects
 	r.c.queue(&w, ch)
 	return r.afterWrite(ctx, &w)
 }

@@ -92,7 +92,10 @@ func testWriteThroughCDC(t *testing.T, c0 string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, ok := rowchange.Lookup(writer)
+	found, _ := rowchange.Lookup(writer)
+	tbl, ok := found.(interface {
+		Queue(*cacheaside.Effects, rowchange.Change) ([]rowchange.Undecoded, error)
+	})
 	if !ok {
 		t.Fatal("the writer has no change-data-capture table")
 	}
@@ -100,7 +103,7 @@ func testWriteThroughCDC(t *testing.T, c0 string) {
 	// repository's Queue, the commit's position, one Run.
 	cdc := func(what string) {
 		t.Helper()
-		var w rowchange.Work
+		var w cacheaside.Effects
 		ch := rowchange.Change{Kind: rowchange.Update, New: rowchange.Row{{Name: "id", Type: 20, Text: []byte("1")}}}
 		if _, err := tbl.Queue(&w, ch); err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
-	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Target is a repository whose table the Invalidator follows: a
@@ -33,9 +32,9 @@ type Invalidator struct {
 	repl *pgconn.Config // dsn with replication=database
 	o    Options
 
-	mu      sync.Mutex                 // guards targets, tables and running
-	targets []rowchange.Table          // as registered
-	tables  map[string]rowchange.Table // by "schema.table", filled by Setup
+	mu      sync.Mutex       // guards targets, tables and running
+	targets []table          // as registered
+	tables  map[string]table // by "schema.table", filled by Setup
 	running bool
 
 	ctr       counters
@@ -108,7 +107,7 @@ func (inv *Invalidator) Register(targets ...Target) error {
 		return fmt.Errorf("%w: Register after Run", ErrInvalid)
 	}
 	for _, target := range targets {
-		t, ok := rowchange.Lookup(target)
+		t, ok := lookup(target)
 		if !ok {
 			return fmt.Errorf("%w: %T is not a repository made by repo.New", ErrInvalid, target)
 		}

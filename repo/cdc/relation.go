@@ -13,14 +13,14 @@ import (
 // after any change of its schema (ALTER TABLE), so the columns of a change
 // are always read with the layout they were written with.
 type relation struct {
-	name   string          // "schema.table"
-	cols   []string        // column names, in tuple order
-	types  []uint32        // column type OIDs, in tuple order
-	key    []bool          // part of the replica identity
-	target rowchange.Table // nil: not registered
+	name   string   // "schema.table"
+	cols   []string // column names, in tuple order
+	types  []uint32 // column type OIDs, in tuple order
+	key    []bool   // part of the replica identity
+	target table    // nil: not registered
 }
 
-func newRelation(m *pglogrepl.RelationMessage, targets map[string]rowchange.Table) *relation {
+func newRelation(m *pglogrepl.RelationMessage, targets map[string]table) *relation {
 	r := &relation{name: m.Namespace + "." + m.RelationName}
 	for _, c := range m.Columns {
 		r.cols = append(r.cols, c.Name)

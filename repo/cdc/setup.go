@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // Setup creates what the Invalidator needs on the server, idempotently
@@ -47,9 +45,9 @@ func (inv *Invalidator) Setup(ctx context.Context) error {
 	}
 	inv.pgVersion.Store(version)
 	inv.mu.Lock()
-	targets := append([]rowchange.Table(nil), inv.targets...)
+	targets := append([]table(nil), inv.targets...)
 	inv.mu.Unlock()
-	tables := make(map[string]rowchange.Table, len(targets))
+	tables := make(map[string]table, len(targets))
 	var quoted []string
 	bad := 0
 	for _, t := range targets {
@@ -176,7 +174,7 @@ func (inv *Invalidator) SetReplicaIdentityFull(ctx context.Context) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	inv.mu.Lock()
-	targets := append([]rowchange.Table(nil), inv.targets...)
+	targets := append([]table(nil), inv.targets...)
 	inv.mu.Unlock()
 	for _, t := range targets {
 		name, found, err := checkTable(ctx, conn, t.Table())

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 // invalidateAllPrefix is the prefix of the logical decoding message that a
@@ -54,7 +52,7 @@ func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, erro
 // run under an advisory lock of the slot's name, so that of processes
 // racing, one acts and the others find the new slot, which they leave
 // alone.
-func (inv *Invalidator) ensureSlot(ctx context.Context, conn *pgx.Conn, targets []rowchange.Table) error {
+func (inv *Invalidator) ensureSlot(ctx context.Context, conn *pgx.Conn, targets []table) error {
 	slot := inv.o.Slot
 	st, err := readSlot(ctx, conn, slot)
 	if err != nil {
@@ -95,7 +93,7 @@ func (inv *Invalidator) ensureSlot(ctx context.Context, conn *pgx.Conn, targets 
 // later change; a holder that dies first leaves it
 // for the next. Before PostgreSQL 14 pgoutput cannot pass messages on, and
 // this process invalidates them itself, after creating the slot.
-func (inv *Invalidator) recreateSlot(ctx context.Context, conn *pgx.Conn, targets []rowchange.Table) error {
+func (inv *Invalidator) recreateSlot(ctx context.Context, conn *pgx.Conn, targets []table) error {
 	slot := inv.o.Slot
 	_, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot)
 	if isCode(err, "55006") {

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
-	"github.com/asidekit/asidekit/internal/rowchange"
 )
 
 var (
@@ -54,7 +54,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		inv.wake() // a Wait that relied on this process now follows the slot
 	}()
 	inv.mu.Lock()
-	tables, targets := inv.tables, append([]rowchange.Table(nil), inv.targets...)
+	tables, targets := inv.tables, append([]table(nil), inv.targets...)
 	inv.mu.Unlock()
 	stop := inv.probeServer(ctx)
 	defer stop()
@@ -83,15 +83,15 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 type applier struct {
 	inv     *Invalidator
 	rels    map[uint32]*relation
-	tables  map[string]rowchange.Table
-	targets []rowchange.Table // every registered one
+	tables  map[string]table
+	targets []table // every registered one
 
 	vis     *visibility // of decoded transactions to other sessions
-	set     rowchange.Work
-	truncs  []rowchange.Table // truncated in transactions not yet applied
-	warms   []rowchange.Table // to warm after a recreated slot (lost inserts)
+	set     cacheaside.Effects
+	truncs  []table // truncated in transactions not yet applied
+	warms   []table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
-	lsn     uint64    // replayed past it, a replica has the open transaction (rowchange.Work.SetLSN)
+	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
 	changes uint64    // row changes not yet applied
 	txns    uint64    // committed transactions not yet applied
 	end     LSN       // end of the last of them
@@ -316,7 +316,7 @@ const redisProbe = 50 * time.Millisecond
 // failure with Redis up (an error reply) is retried every redisProbe.
 func (inv *Invalidator) waitOrRedis(ctx context.Context, d time.Duration) error {
 	inv.mu.Lock()
-	var t rowchange.Table
+	var t table
 	if len(inv.targets) > 0 {
 		t = inv.targets[0]
 	}

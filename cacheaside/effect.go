@@ -1,0 +1,201 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
+)
+
+// An Effect is one piece of cache work that follows a committed write of
+// the source of truth: a value that says what to do, made by one of the
+// constructors below (Invalidate, InvalidateAll, StoreIfVersion, Bump,
+// Patch, AddToFilter, Distrust), and done by Effects. The set is closed:
+// a writer (package repo, repo/cdc) describes its upkeep with these and
+// nothing else. The zero Effect does nothing.
+type Effect struct {
+	kind   effectKind
+	ent    effectEntity     // Invalidate, InvalidateAll, StoreIfVersion
+	lists  *ListGenerations // Bump, Patch
+	filter FilterWriter     // AddToFilter, Distrust
+	name   string           // the filter's, for errors
+	// ids are the entity's ids, the lists' ids or the filter's keys;
+	// InvalidateAll carries one "*" per time it was asked for.
+	ids []string
+	// version is what StoreIfVersion compares (the entry's version read
+	// before the write), seen what Patch compares (the list's generation),
+	// line what Patch appends, row what StoreIfVersion stores (a T of the
+	// entity).
+	version, seen, line string
+	row                 any
+}
+
+// effectKind says what an Effect does.
+type effectKind uint8
+
+const (
+	effectInvalidate     effectKind = iota + 1 // delete and re-version ids of an entity
+	effectInvalidateAll                        // every key of an entity
+	effectStoreIfVersion                       // store a written row if its version holds
+	effectBump                                 // new generations of lists
+	effectPatch                                // a line appended to a list's generation
+	effectAddToFilter                          // keys added to a Bloom filter
+	effectDistrust                             // a Bloom filter's "absent" answers untrusted
+)
+
+// effectEntity is what effects do to an Entity of any type.
+type effectEntity interface {
+	Name() string
+	Invalidate(ctx context.Context, ids ...string) error
+	InvalidateAll(ctx context.Context) error
+	Version(ctx context.Context, id string) (string, error)
+	// setIfVersion is SetIfVersion of row, a T.
+	setIfVersion(ctx context.Context, id, version string, row any) (stored bool, err error)
+}
+
+func (e *Entity[T]) setIfVersion(ctx context.Context, id, version string, row any) (bool, error) {
+	return e.SetIfVersion(ctx, id, version, row.(T))
+}
+
+// FilterWriter is a Bloom filter that effects write (guard/bloom's
+// *Filter): AddToFilter adds keys to it, Distrust makes it answer "maybe"
+// until its next rebuild.
+type FilterWriter interface {
+	AddMany(ctx context.Context, keys []string) error
+	Distrust(ctx context.Context) error
+}
+
+// Invalidate is the effect of e.Invalidate(ctx, ids...): the entries of
+// ids are deleted and their versions replaced, so that no load that began
+// before it can store.
+func Invalidate[T any](e *Entity[T], ids ...string) Effect {
+	return Effect{kind: effectInvalidate, ent: e, ids: ids}
+}
+
+// InvalidateAll is the effect of e.InvalidateAll(ctx): every cached entry
+// of the entity is invalidated. It is the safe path of a change whose id
+// is unknown.
+func InvalidateAll[T any](e *Entity[T]) Effect {
+	return Effect{kind: effectInvalidateAll, ent: e, ids: []string{"*"}}
+}
+
+// StoreIfVersion is the write-through effect of a write that read id's
+// version (Entity.Version) before it changed the source of truth: it
+// stores row if the version is still that one and invalidates id
+// otherwise (Entity.SetIfVersion). Done again (a retry), it finds the
+// version replaced, and invalidates.
+func StoreIfVersion[T any](e *Entity[T], id, version string, row T) Effect {
+	return Effect{kind: effectStoreIfVersion, ent: e, ids: []string{id}, version: version, row: row}
+}
+
+// Bump is the effect of g.Bump(ctx, ids...): the lists ids get new
+// generations. It is counted in g.Stats when done.
+func Bump(g *ListGenerations, ids ...string) Effect {
+	return Effect{kind: effectBump, lists: g, ids: ids}
+}
+
+// Patch is the effect of g.Patch(ctx, id, seen, line): line is appended
+// to list id's generation if it is still seen, else the list is bumped.
+// Done again (a retry after a lost reply), it finds the generation
+// changed, and bumps. A list id that cannot be a key needs nothing: no
+// list of it is cached. It is counted in g.Stats when done.
+func Patch(g *ListGenerations, id, seen, line string) Effect {
+	return Effect{kind: effectPatch, lists: g, ids: []string{id}, seen: seen, line: line}
+}
+
+// AddToFilter is the effect of adding keys to filter f, named name in
+// errors.
+func AddToFilter(f FilterWriter, name string, keys ...string) Effect {
+	return Effect{kind: effectAddToFilter, filter: f, name: name, ids: keys}
+}
+
+// Distrust is the effect of distrusting filter f, named name in errors:
+// its "absent" answers are not trusted until its next rebuild (a change
+// whose key was lost, which the filter may lack).
+func Distrust(f FilterWriter, name string) Effect {
+	return Effect{kind: effectDistrust, filter: f, name: name}
+}
+
+// do does e; ctx carries the write position (WithWriteLSN).
+func (e *Effect) do(ctx context.Context) error {
+	switch e.kind {
+	case effectInvalidate:
+		if err := e.ent.Invalidate(ctx, e.ids...); err != nil {
+			return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(e.ids), e.ent.Name(), err)
+		}
+	case effectInvalidateAll:
+		if err := e.ent.InvalidateAll(ctx); err != nil {
+			return fmt.Errorf("repo: invalidate %d ids of %s (every key): %w", len(e.ids), e.ent.Name(), err)
+		}
+	case effectStoreIfVersion:
+		for _, id := range e.ids {
+			version := e.version
+			if testswitch.FillCompareOff.Load() {
+				version, _ = e.ent.Version(ctx, id)
+			}
+			if _, err := e.ent.setIfVersion(ctx, id, version, e.row); err != nil {
+				return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(e.ids), e.ent.Name(), err)
+			}
+		}
+	case effectBump:
+		return e.bump(ctx)
+	case effectPatch:
+		return e.patch(ctx)
+	case effectAddToFilter:
+		if err := e.filter.AddMany(ctx, e.ids); err != nil {
+			return fmt.Errorf("repo: add %d keys to filter %s: %w", len(e.ids), e.name, err)
+		}
+	case effectDistrust:
+		if err := e.filter.Distrust(ctx); err != nil {
+			return fmt.Errorf("repo: distrust filter %s: %w", e.name, err)
+		}
+	}
+	return nil
+}
+
+// bump does a Bump effect and counts it.
+func (e *Effect) bump(ctx context.Context) error {
+	g := e.lists
+	if len(e.ids) == 0 || testswitch.ListBumpsOff.Load() {
+		return nil
+	}
+	if err := g.Bump(ctx, e.ids...); err != nil {
+		return fmt.Errorf("repo: invalidate %d ids of %s: repo: bump list generations of %s: %w", len(e.ids), g.name, g.name, err)
+	}
+	for _, id := range e.ids {
+		g.bumps.Add(1)
+		if id == AllLists {
+			g.fallbacks.Add(1)
+		}
+	}
+	return nil
+}
+
+// patch does a Patch effect and counts it.
+func (e *Effect) patch(ctx context.Context) error {
+	g := e.lists
+	if testswitch.ListBumpsOff.Load() {
+		return nil
+	}
+	id, seen := e.ids[0], e.seen
+	if testswitch.PatchCompareOff.Load() {
+		now, ok := g.Seen(ctx, id)[id]
+		if !ok {
+			return fmt.Errorf("repo: invalidate 1 ids of %s: repo: patch list generation of %s: its value could not be read", g.name, g.name)
+		}
+		seen = now
+	}
+	patched, err := g.Patch(ctx, id, seen, e.line)
+	switch {
+	case errors.Is(err, ErrInvalidID):
+		return nil // a list id too long for a key is never cached
+	case err != nil:
+		return fmt.Errorf("repo: invalidate 1 ids of %s: repo: patch list generation of %s: %w", g.name, g.name, err)
+	case patched:
+		g.patches.Add(1)
+	default:
+		g.bumps.Add(1)
+	}
+	return nil
+}

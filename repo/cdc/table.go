@@ -1,0 +1,45 @@
+package cdc
+
+import (
+	"context"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/rowchange"
+)
+
+// table is what a repository gives the change-data-capture reader:
+// package repo registers one per repository (rowchange.Register), and
+// Register finds it (rowchange.Lookup).
+type table interface {
+	// Table returns the table's name, optionally schema-qualified.
+	Table() string
+	// Queue adds the cache effects of a committed change of a row of the
+	// table to w. A value it cannot decode into its field's type (and a
+	// primary key the change lacks) does not stop it: it queues the safe
+	// superset of the change's effects and returns the columns it could
+	// not use, for the caller to count and report. Only a change it cannot
+	// use at all (an unknown Kind, a missing row) is an error, and nothing
+	// is queued then.
+	Queue(w *cacheaside.Effects, c rowchange.Change) (undecoded []rowchange.Undecoded, err error)
+	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
+	// slot).
+	InvalidateAll(ctx context.Context) error
+	// RebuildFilter rebuilds the Bloom filters from the table; without
+	// filters it does nothing.
+	RebuildFilter(ctx context.Context) error
+	// Ping reports whether the cache's Redis answers.
+	Ping(ctx context.Context) error
+	// Cache returns the repository's cache, for its recovery gate (see
+	// cacheaside.RecoveryGate).
+	Cache() *cacheaside.Cache
+}
+
+// lookup returns the table of target, a repository made by repo.New.
+func lookup(target any) (table, bool) {
+	v, ok := rowchange.Lookup(target)
+	if !ok {
+		return nil, false
+	}
+	t, ok := v.(table)
+	return t, ok
+}
