@@ -156,3 +156,43 @@ func TestNines(t *testing.T) {
 		}
 	}
 }
+
+// Chain takes every item of a walk before the next walk's; Do alone
+// takes a batch of each in turn.
+func TestChain(t *testing.T) {
+	s := newStore()
+	for _, id := range []string{"a1", "a2", "b1", "b2"} {
+		s.looks[id] = entry(id, "v", inspect.Stale)
+	}
+	// pages returns a walk of ids, one id a batch.
+	pages := func(r *inspect.Run, ids ...string) inspect.Walk {
+		return func(ctx context.Context) (bool, error) {
+			if err := r.Judge(ctx, ids[0], s.look, nil); err != nil {
+				return false, err
+			}
+			ids = ids[1:]
+			return len(ids) == 0, nil
+		}
+	}
+	for _, c := range []struct {
+		chain bool
+		want  []string
+	}{{false, []string{"a1", "b1", "a2", "b2"}}, {true, []string{"a1", "a2", "b1", "b2"}}} {
+		r := inspect.New(inspect.Options{})
+		walks := []inspect.Walk{pages(r, "a1", "a2"), pages(r, "b1", "b2")}
+		if c.chain {
+			walks = []inspect.Walk{inspect.Chain(walks...)}
+		}
+		rep, err := r.Do(context.Background(), walks...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range rep.Found {
+			got = append(got, f.ID)
+		}
+		if !slices.Equal(got, c.want) || !rep.Complete {
+			t.Errorf("chain %v: found %v, complete %v; want %v", c.chain, got, rep.Complete, c.want)
+		}
+	}
+}

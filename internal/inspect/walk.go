@@ -12,6 +12,22 @@ import (
 // walk is done. It checks Over before each item.
 type Walk func(ctx context.Context) (done bool, err error)
 
+// Chain returns a walk that runs walks one after the other, each to its
+// end: all the items of one source before the next's (Do alone takes a
+// batch of each in turn).
+func Chain(walks ...Walk) Walk {
+	return func(ctx context.Context) (bool, error) {
+		if len(walks) == 0 {
+			return true, nil
+		}
+		done, err := walks[0](ctx)
+		if done {
+			walks = walks[1:]
+		}
+		return len(walks) == 0, err
+	}
+}
+
 // Entries are one cache entity's entries, to walk with WalkEntries.
 type Entries struct {
 	// Sample lists ids that have an entry, from a cursor
