@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/inspect"
 )
 
 // InspectOptions bound one run of Inspect. The zero value is usable: every
@@ -106,32 +106,17 @@ func (r *Repository[T, ID]) Inspect(ctx context.Context, opts InspectOptions) (I
 	if dec == nil {
 		return InspectReport{}, fmt.Errorf("%w: %s: Inspect cannot parse a %T back from its cache id", ErrInvalid, r.c.name, *new(ID))
 	}
-	in := &inspection[T, ID]{r: r, o: o, dec: dec, pace: pacer{every: time.Duration(float64(time.Second) / o.Rate)}}
-	in.rep.Entity = r.c.name
-	start := time.Now()
-	err = in.run(ctx)
-	in.rep.Elapsed = time.Since(start)
+	in := &inspection[T, ID]{r: r, o: o, dec: dec, run: inspect.New(o.core())}
+	rep, err := in.run.Do(ctx, in.walks()...)
+	return inspectReport(r.c.name, rep), err
+}
+
+// core returns the inspector's options of o (defaults filled).
+func (o InspectOptions) core() inspect.Options {
+	c := inspect.Options{Rate: o.Rate, For: o.For, Max: o.Max, Grace: o.Grace, SampleSize: o.SampleSize,
+		Repair: o.Repair, MaxFound: maxFound, Logger: o.Logger}
 	if o.Stats != nil {
-		o.Stats.addRun()
+		c.Counter = &o.Stats.c
 	}
-	return in.rep, err
-}
-
-// pacer spaces SQL reads every apart.
-type pacer struct {
-	every time.Duration
-	next  time.Time
-}
-
-// wait returns when the next read may start, or ctx's error.
-func (p *pacer) wait(ctx context.Context) error {
-	now := time.Now()
-	if d := p.next.Sub(now); d > 0 {
-		if err := backoff.Sleep(ctx, d); err != nil {
-			return err
-		}
-		now = p.next
-	}
-	p.next = now.Add(p.every)
-	return nil
+	return c
 }

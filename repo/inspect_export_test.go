@@ -1,10 +1,14 @@
 package repo
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
+)
 
 // SetInspectSecondLook turns Inspect's second look on or off until t ends.
 func SetInspectSecondLook(t testing.TB, on bool) {
-	prev := secondLook
-	secondLook = on
-	t.Cleanup(func() { secondLook = prev })
+	prev := testswitch.SecondLookOff.Load()
+	testswitch.SecondLookOff.Store(!on)
+	t.Cleanup(func() { testswitch.SecondLookOff.Store(prev) })
 }

@@ -1,9 +1,9 @@
 package repo
 
 import (
-	"math"
-	"sync"
 	"time"
+
+	"github.com/asidekit/asidekit/internal/inspect"
 )
 
 // InspectKind is the kind of a violation Inspect found.
@@ -11,31 +11,24 @@ type InspectKind int
 
 const (
 	// Stale: a cached row differs from the database's.
-	Stale InspectKind = iota + 1
+	Stale = InspectKind(inspect.Stale)
 	// Ghost: a cached row the database deleted.
-	Ghost
+	Ghost = InspectKind(inspect.Ghost)
 	// FalseNotFound: a cached "not found", or the Bloom filter's
 	// "absent", for a row that exists.
-	FalseNotFound
+	FalseNotFound = InspectKind(inspect.FalseNotFound)
 	// DivergentMapping: a cached unique-key mapping that disagrees with the
 	// database.
-	DivergentMapping
+	DivergentMapping = InspectKind(inspect.DivergentMapping)
 )
 
 // String returns the kind's name: "stale", "ghost", "false not-found",
 // "divergent mapping".
 func (k InspectKind) String() string {
-	switch k {
-	case Stale:
-		return "stale"
-	case Ghost:
-		return "ghost"
-	case FalseNotFound:
-		return "false not-found"
-	case DivergentMapping:
-		return "divergent mapping"
+	if k < Stale || k > DivergentMapping {
+		return "unknown"
 	}
-	return "unknown"
+	return inspect.Kind(k).String()
 }
 
 // Violation is one confirmed inconsistency.
@@ -87,33 +80,7 @@ func (s InspectStats) Violations() int64 {
 // inspected), so 3 means 99.9 % of the items judged were consistent. With
 // no violation it is log10(inspected), the most that the sample can show
 // (0 when nothing was inspected).
-func (s InspectStats) Nines() float64 {
-	if s.Inspected == 0 {
-		return 0
-	}
-	v := s.Violations()
-	if v == 0 {
-		return math.Log10(float64(s.Inspected))
-	}
-	return -math.Log10(float64(v) / float64(s.Inspected))
-}
-
-// add counts one judged item: kind 0 is consistent.
-func (s *InspectStats) add(k InspectKind) {
-	s.Inspected++
-	switch k {
-	case 0:
-		s.Consistent++
-	case Stale:
-		s.Stale++
-	case Ghost:
-		s.Ghost++
-	case FalseNotFound:
-		s.FalseNotFound++
-	case DivergentMapping:
-		s.DivergentMapping++
-	}
-}
+func (s InspectStats) Nines() float64 { return inspect.Nines(s.Inspected, s.Violations()) }
 
 // maxFound is the most violations an InspectReport lists.
 const maxFound = 100
@@ -136,21 +103,8 @@ type InspectReport struct {
 // (InspectOptions.Stats), for a metrics collector. The zero value is
 // ready; it is safe for concurrent use.
 type InspectCounter struct {
-	mu sync.Mutex
-	s  InspectStats // guarded by mu
+	c inspect.Counter
 }
 
 // Stats returns the counts so far.
-func (c *InspectCounter) Stats() InspectStats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.s
-}
-
-func (c *InspectCounter) update(f func(*InspectStats)) {
-	c.mu.Lock()
-	f(&c.s)
-	c.mu.Unlock()
-}
-
-func (c *InspectCounter) addRun() { c.update(func(s *InspectStats) { s.Runs++ }) }
+func (c *InspectCounter) Stats() InspectStats { return inspectStats(c.c.Stats()) }

@@ -6,130 +6,66 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"time"
 
 	"gorm.io/gorm/clause"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/inspect"
 )
 
-// skip is lookRow's and lookMapping's verdict for an entry they cannot
-// judge.
-const skip InspectKind = -1
-
-// secondLook is off only in the test that shows what the second look
-// prevents: every suspect then counts at once.
-var secondLook = true
-
-// over reports that the run must stop taking new items: For has passed,
-// or Max items are judged or waiting.
-func (in *inspection[T, ID]) over() bool {
-	if in.o.Max > 0 && int(in.rep.Inspected)+len(in.suspects) >= in.o.Max {
-		return true
-	}
-	return !in.stop.IsZero() && !time.Now().Before(in.stop)
-}
-
-// entryWalk walks ent's cached entries, judging each with lookAt.
-func entryWalk[V any, T any, ID comparable](in *inspection[T, ID], ent *cacheaside.Entity[V], lookAt func(context.Context, string) (look, InspectKind, error)) walk {
-	var cur cacheaside.Cursor
-	return func(ctx context.Context) (bool, error) {
-		ids, next, err := ent.SampleIDs(ctx, cur, in.o.SampleSize)
-		if err != nil {
-			return false, fmt.Errorf("repo: %s: inspect: %w", in.r.c.name, err)
-		}
-		for _, id := range ids {
-			if in.over() {
-				return false, nil
-			}
-			if err := in.judge(ctx, id, lookAt, func(ctx context.Context) error { return ent.Invalidate(ctx, id) }); err != nil {
-				return false, err
-			}
-		}
-		cur = next
-		return cur.Done(), nil
-	}
-}
-
-// judge looks at one entry and counts it, or makes it a suspect whose
-// second look must see the same entry disagree the same way.
-func (in *inspection[T, ID]) judge(ctx context.Context, id string, lookAt func(context.Context, string) (look, InspectKind, error), repair func(context.Context) error) error {
-	first, k, err := lookAt(ctx, id)
-	switch {
-	case err != nil:
-		return err
-	case k == skip:
-		in.count(func(s *InspectStats) { s.Skipped++ })
-	case k == 0:
-		in.judged(0)
-	case !secondLook:
-		in.count(func(s *InspectStats) { s.Suspects++ })
-		in.violation(ctx, k, first, repair)
-	default:
-		in.suspect(suspect{kind: k, first: first, repair: repair, again: func(ctx context.Context) (InspectKind, look, error) {
-			second, k, err := lookAt(ctx, id)
-			if err != nil || !sameEntry(first.peek, second.peek) {
-				return 0, second, err // replaced or invalidated since: in flight
-			}
-			return k, second, nil
-		}})
-	}
-	return nil
-}
-
 // lookRow compares the cached entry of the row id with the database.
-func (in *inspection[T, ID]) lookRow(ctx context.Context, key string) (look, InspectKind, error) {
+func (in *inspection[T, ID]) lookRow(ctx context.Context, key string) (inspect.Look, error) {
 	ent := in.r.c.ent
 	p, err := ent.Peek(ctx, key)
-	lk := look{entity: in.r.c.name, id: key, peek: p}
+	lk := inspect.Look{Entity: in.r.c.name, ID: key, Entry: p}
 	if err != nil {
-		return lk, 0, fmt.Errorf("repo: %s: inspect %s: %w", in.r.c.name, key, err)
+		return lk, fmt.Errorf("repo: %s: inspect %s: %w", in.r.c.name, key, err)
 	}
 	if p.State != cacheaside.PeekValue && p.State != cacheaside.PeekNotFound {
-		return lk, skip, nil
+		return lk.As(inspect.Skip), nil
 	}
 	id, err := in.dec(key)
 	if err != nil {
-		return lk, skip, nil
+		return lk.As(inspect.Skip), nil
 	}
 	row, found, err := in.read(ctx, key, id)
 	if err != nil {
-		return lk, 0, err
+		return lk, err
 	}
 	var stored []byte
-	lk.stored = "not found"
+	lk.Stored = "not found"
 	if found {
 		if stored, err = ent.Encode(row); err != nil {
-			return lk, 0, err
+			return lk, err
 		}
-		lk.stored = string(stored)
+		lk.Stored = string(stored)
 	}
 	if p.State == cacheaside.PeekNotFound {
-		lk.cached = "not found"
+		lk.Cached = "not found"
 		if found {
-			return lk, FalseNotFound, nil
+			return lk.As(inspect.FalseNotFound), nil
 		}
-		return lk, 0, nil
+		return lk, nil
 	}
-	lk.cached = string(p.Value)
+	lk.Cached = string(p.Value)
 	switch {
 	case !found:
-		return lk, Ghost, nil
+		return lk.As(inspect.Ghost), nil
 	case bytes.Equal(stored, p.Value):
-		return lk, 0, nil
+		return lk, nil
 	}
 	// A codec whose encoding is not canonical (map order): compare values.
 	cv, err1 := ent.Decode(p)
 	sv, err2 := ent.Decode(cacheaside.Peeked{Key: p.Key, State: cacheaside.PeekValue, Value: stored})
 	if err1 == nil && err2 == nil && reflect.DeepEqual(cv, sv) {
-		return lk, 0, nil
+		return lk, nil
 	}
-	return lk, Stale, nil
+	return lk.As(inspect.Stale), nil
 }
 
 // read reads the row id from the database, paced.
 func (in *inspection[T, ID]) read(ctx context.Context, key string, id ID) (row T, found bool, err error) {
-	if err := in.pace.wait(ctx); err != nil {
+	if err := in.run.Pace(ctx); err != nil {
 		return row, false, err
 	}
 	row, err = in.r.loadOne(ctx, key, id)
@@ -144,44 +80,44 @@ func (in *inspection[T, ID]) read(ctx context.Context, key string, id ID) (row T
 
 // lookMapping compares the cached mapping of l's value key with the
 // database.
-func (in *inspection[T, ID]) lookMapping(ctx context.Context, l *lookup[ID], key string) (look, InspectKind, error) {
+func (in *inspection[T, ID]) lookMapping(ctx context.Context, l *lookup[ID], key string) (inspect.Look, error) {
 	p, err := l.ent.Peek(ctx, key)
-	lk := look{entity: l.name, id: key, peek: p}
+	lk := inspect.Look{Entity: l.name, ID: key, Entry: p}
 	if err != nil {
-		return lk, 0, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
+		return lk, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
 	}
 	switch p.State {
 	case cacheaside.PeekValue:
 		id, err := l.ent.Decode(p)
 		if err != nil {
-			return lk, skip, nil
+			return lk.As(inspect.Skip), nil
 		}
 		idk, err := in.r.c.idKey(id)
 		if err != nil {
-			return lk, skip, nil
+			return lk.As(inspect.Skip), nil
 		}
-		lk.cached = idk
+		lk.Cached = idk
 		row, found, err := in.read(ctx, idk, id)
 		if err != nil {
-			return lk, 0, err
+			return lk, err
 		}
 		if !found {
-			lk.stored = "no row " + idk
-			return lk, DivergentMapping, nil
+			lk.Stored = "no row " + idk
+			return lk.As(inspect.DivergentMapping), nil
 		}
 		got, ok, _ := l.key(ctx, reflect.ValueOf(&row).Elem())
-		lk.stored = "row " + idk + " holds " + got
+		lk.Stored = "row " + idk + " holds " + got
 		if ok && got == key {
-			return lk, 0, nil
+			return lk, nil
 		}
-		return lk, DivergentMapping, nil
+		return lk.As(inspect.DivergentMapping), nil
 	case cacheaside.PeekNotFound:
 		if len(l.fields) != 1 {
-			return lk, skip, nil
+			return lk.As(inspect.Skip), nil
 		}
-		lk.cached = "not found"
-		if err := in.pace.wait(ctx); err != nil {
-			return lk, 0, err
+		lk.Cached = "not found"
+		if err := in.run.Pace(ctx); err != nil {
+			return lk, err
 		}
 		f := l.fields[0]
 		col := clause.Column{Table: clause.CurrentTable, Name: f.DBName}
@@ -192,29 +128,29 @@ func (in *inspection[T, ID]) lookMapping(ctx context.Context, l *lookup[ID], key
 		var ids []ID
 		err := in.r.c.primary(ctx).Model(new(T)).Where(cond).Limit(1).Pluck(in.r.c.pk.DBName, &ids).Error
 		if err != nil {
-			return lk, 0, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
+			return lk, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
 		}
 		if len(ids) == 0 {
-			lk.stored = "not found"
-			return lk, 0, nil
+			lk.Stored = "not found"
+			return lk, nil
 		}
 		idk, _ := in.r.c.idKey(ids[0])
-		lk.stored = "row " + idk
-		return lk, DivergentMapping, nil
+		lk.Stored = "row " + idk
+		return lk.As(inspect.DivergentMapping), nil
 	}
-	return lk, skip, nil
+	return lk.As(inspect.Skip), nil
 }
 
 // filterWalk walks the table's primary keys in pages and asks the Bloom
 // filter about them: an existing row it says is absent is a suspect, to be
 // confirmed Grace later (the add of a row being created is in flight).
-func (in *inspection[T, ID]) filterWalk() walk {
+func (in *inspection[T, ID]) filterWalk() inspect.Walk {
 	c := in.r.c
 	col := clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}
 	var last ID
 	started := false
 	return func(ctx context.Context) (bool, error) {
-		if err := in.pace.wait(ctx); err != nil {
+		if err := in.run.Pace(ctx); err != nil {
 			return false, err
 		}
 		q := c.primary(ctx).Model(new(T)).Order(clause.OrderByColumn{Column: col}).Limit(in.o.SampleSize)
@@ -241,31 +177,31 @@ func (in *inspection[T, ID]) filterWalk() walk {
 			return false, fmt.Errorf("repo: %s: inspect filter: %w", c.name, err)
 		}
 		for i, ok := range maybe {
-			if in.over() {
+			if in.run.Over() {
 				return false, nil
 			}
 			last, started = ids[i], true
 			if ok {
-				in.judged(0)
+				in.run.Count(inspect.Consistent)
 				continue
 			}
 			id, key := ids[i], keys[i]
-			lk := look{entity: c.name, id: key, cached: "absent from the filter"}
-			in.suspect(suspect{kind: FalseNotFound, first: lk, again: func(ctx context.Context) (InspectKind, look, error) {
+			lk := inspect.Look{Kind: inspect.FalseNotFound, Entity: c.name, ID: key, Cached: "absent from the filter"}
+			in.run.Suspect(lk, func(ctx context.Context) (inspect.Look, error) {
 				ok, err := c.filter.MightContain(ctx, key)
 				if err != nil || ok {
-					return 0, lk, err
+					return lk.As(inspect.Consistent), err
 				}
 				row, found, err := in.read(ctx, key, id)
 				if err != nil || !found {
-					return 0, lk, err
+					return lk.As(inspect.Consistent), err
 				}
 				lk := lk
 				if b, err := c.ent.Encode(row); err == nil {
-					lk.stored = string(b)
+					lk.Stored = string(b)
 				}
-				return FalseNotFound, lk, nil
-			}, repair: func(ctx context.Context) error { return c.filter.Add(ctx, key) }})
+				return lk, nil
+			}, func(ctx context.Context) error { return c.filter.Add(ctx, key) })
 		}
 		return len(ids) < in.o.SampleSize, nil
 	}

@@ -29,10 +29,11 @@ func init() { redis.SetLogger(quiet{}) }
 
 // backends are the connections of one run, opened when first needed.
 type backends struct {
-	cfg   *Config
-	db    *gorm.DB
-	rdb   redis.UniversalClient
-	cache *cacheaside.Cache
+	cfg      *Config
+	db       *gorm.DB
+	rdb      redis.UniversalClient
+	answered bool // rdb answered a PING
+	cache    *cacheaside.Cache
 }
 
 // DB returns the database, connecting (and checking it answers) first.
@@ -68,8 +69,9 @@ func (b *backends) DB(ctx context.Context) (*gorm.DB, error) {
 	return db, nil
 }
 
-// Redis returns the Redis client, checking first that Redis answers.
-func (b *backends) Redis(ctx context.Context) (redis.UniversalClient, error) {
+// client returns the Redis client, made once; it connects when first
+// used.
+func (b *backends) client() (redis.UniversalClient, error) {
 	if b.rdb != nil {
 		return b.rdb, nil
 	}
@@ -80,7 +82,7 @@ func (b *backends) Redis(ctx context.Context) (redis.UniversalClient, error) {
 		}
 		addrs = []string{b.cfg.Redis}
 	}
-	c := redis.NewUniversalClient(&redis.UniversalOptions{
+	b.rdb = redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs:         addrs,
 		IsClusterMode: len(b.cfg.RedisCluster) > 0,
 		Username:      b.cfg.RedisUsername,
@@ -90,24 +92,35 @@ func (b *backends) Redis(ctx context.Context) (redis.UniversalClient, error) {
 		WriteTimeout:  5 * time.Second,
 		MaxRetries:    1,
 	})
+	return b.rdb, nil
+}
+
+// Redis returns the Redis client, checking first (once) that Redis
+// answers.
+func (b *backends) Redis(ctx context.Context) (redis.UniversalClient, error) {
+	c, err := b.client()
+	if err != nil || b.answered {
+		return c, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	if err := c.Ping(cctx).Err(); err != nil {
-		c.Close()
 		return nil, unreachable("Redis", err)
 	}
-	b.rdb = c
+	b.answered = true
 	return c, nil
 }
 
-// cacheOf returns the Cache, over Redis.
-func (b *backends) cacheOf(ctx context.Context) (*cacheaside.Cache, error) {
-	if b.cache != nil {
-		return b.cache, nil
+// cacheOf returns the Cache, over Redis, made once. With check, it
+// checks first that Redis answers; without, it names keys (Entity.Key)
+// without contacting Redis.
+func (b *backends) cacheOf(ctx context.Context, check bool) (*cacheaside.Cache, error) {
+	rdb, err := b.client()
+	if err == nil && check {
+		_, err = b.Redis(ctx)
 	}
-	rdb, err := b.Redis(ctx)
-	if err != nil {
-		return nil, err
+	if err != nil || b.cache != nil {
+		return b.cache, err
 	}
 	// No breaker: an operator's command reports each Redis error as it is.
 	c, err := cacheaside.New(rdb, &cacheaside.Options{Namespace: b.cfg.Namespace, BreakerThreshold: -1})
@@ -119,9 +132,16 @@ func (b *backends) cacheOf(ctx context.Context) (*cacheaside.Cache, error) {
 }
 
 // entity returns the cacheaside entity name of e (the rows', or a
-// mapping's), typed as raw values: the CLI has no Go types.
+// mapping's), typed as raw values: the CLI has no Go types. It checks
+// first that Redis answers.
 func (b *backends) entity(ctx context.Context, e *EntityConfig, name string) (*cacheaside.Entity[json.RawMessage], error) {
-	c, err := b.cacheOf(ctx)
+	return b.entityOf(ctx, e, name, true)
+}
+
+// entityOf is entity; without check, Redis is not contacted (the entity
+// names keys).
+func (b *backends) entityOf(ctx context.Context, e *EntityConfig, name string, check bool) (*cacheaside.Entity[json.RawMessage], error) {
+	c, err := b.cacheOf(ctx, check)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/cacheaside"
-	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // cached is what Redis holds for an id (cacheaside.Entity.Peek).
@@ -60,8 +59,8 @@ func runGet(r *runner, args []string) error {
 		return err
 	}
 	id := pos[1]
-	if _, err := keys.Escape(id); err != nil {
-		return usageErr("%s: bad id %q: %v", e.Name, id, err)
+	if err := r.checkIDs(e, e.Name, "id", id); err != nil {
+		return err
 	}
 	db, err := r.b.DB(r.ctx)
 	if err != nil {
@@ -91,6 +90,22 @@ func (r *runner) entityArg(name string) (*EntityConfig, error) {
 		return nil, err
 	}
 	return cfg.entity(name)
+}
+
+// checkIDs refuses ids that cannot name an entry of entity name of e
+// (empty, too long: cacheaside.Entity.Key) without contacting a server;
+// what says what they are ("id", a column) in the message.
+func (r *runner) checkIDs(e *EntityConfig, name, what string, ids ...string) error {
+	ent, err := r.b.entityOf(r.ctx, e, name, false)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := ent.Key(id); err != nil {
+			return usageErr("%s: bad %s %q: %v", e.Name, what, id, err)
+		}
+	}
+	return nil
 }
 
 // peek reads what Redis holds for id in entity name of e.

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/asidekit/asidekit/cacheaside"
-	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // byReport is the answer of getby: the value → id mapping, then the row.
@@ -36,8 +35,8 @@ func runGetBy(r *runner, args []string) error {
 	if !e.unique(col) {
 		return usageErr("%s: %q is not one of its unique columns %v", e.Name, col, e.Unique)
 	}
-	if _, err := keys.Escape(val); err != nil {
-		return usageErr("%s: bad %s %q: %v", e.Name, col, val, err)
+	if err := r.checkIDs(e, e.lookupName(col), col, val); err != nil {
+		return err
 	}
 	db, err := r.b.DB(r.ctx)
 	if err != nil {

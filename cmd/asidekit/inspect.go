@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/inspect"
 )
 
 // inspectReport is the summary of inspect.
@@ -39,19 +40,12 @@ type finding struct {
 	Verdict string `json:"verdict"`
 }
 
-// suspect is a disagreement waiting for its second look.
-type suspect struct {
-	finding
-	col  string // a mapping's column, "" for a row
-	raw  []byte
-	seen time.Time
-}
-
 // runInspect samples an entity's cached entries (and its mappings') at a
 // bounded rate of SQL reads, judges each as get and getby do, and counts a
 // disagreement as a violation only when a second look, Grace later, finds
 // the same entry (same version token and bytes) still disagreeing: an
-// invalidation in flight is not reported.
+// invalidation in flight is not reported. The walk is internal/inspect's,
+// as repo's Inspect's is.
 func runInspect(r *runner, args []string) error {
 	fs := r.flags("inspect")
 	rate := fs.Float64("rate", 50, "the most SQL reads per `N` second")
@@ -80,161 +74,120 @@ func runInspect(r *runner, args []string) error {
 		return err
 	}
 	start := time.Now()
-	ctx := r.ctx
-	if *dur > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(r.ctx, *dur)
-		defer cancel()
-	}
-	rep := &inspectReport{Entity: e.Name, Violations: map[string]int{}}
-	every := time.Duration(float64(time.Second) / *rate)
-	next := time.Now()
-	pace := func(ctx context.Context) error {
-		if d := time.Until(next); d > 0 {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		next = time.Now().Add(every)
-		return nil
-	}
-	// look judges one entry now.
-	look := func(ctx context.Context, name, col, id string) (*suspect, error) {
-		if err := pace(ctx); err != nil {
-			return nil, err
-		}
-		c, err := r.peek(e, name, id)
-		if err != nil {
-			return nil, err
-		}
-		s := &suspect{finding: finding{Entity: name, ID: id, Key: c.Key, Version: c.Version}, col: col, raw: c.raw, seen: time.Now()}
-		if col == "" {
-			row, err := readRow(ctx, db, e, e.Key, id)
-			if err != nil {
-				return nil, err
-			}
-			j, err := judge(e, id, c, row)
-			if err != nil || j.Agree {
-				return nil, err
-			}
-			s.Kind, s.Verdict = j.Kind, j.Verdict
-			return s, nil
-		}
-		row, err := readRow(ctx, db, e, col, id)
-		if err != nil {
-			return nil, err
-		}
-		if j := judgeMapping(e, col, id, c, row); !j.Agree {
-			s.Kind, s.Verdict = kindMapping, j.Verdict
-			return s, nil
-		}
-		return nil, nil
-	}
-	var suspects []*suspect
 	p := &progress{w: r.stderr}
-	names := []struct{ name, col string }{{e.Name, ""}}
-	for _, col := range e.Unique {
-		names = append(names, struct{ name, col string }{e.lookupName(col), col})
-	}
-walk:
-	for _, n := range names {
-		ent, err := r.b.entity(r.ctx, e, n.name)
-		if err != nil {
-			return err
-		}
-		var cur cacheaside.Cursor
-		for !cur.Done() {
-			var ids []string
-			ids, cur, err = ent.SampleIDs(ctx, cur, 100)
-			if ctx.Err() != nil {
-				break walk
+	run := inspect.New(inspect.Options{Rate: *rate, For: *dur, Max: *maxN, Grace: *grace, Repair: *repair,
+		Progress: func(s inspect.Progress) {
+			if s.Taken {
+				p.printf(true, "inspect %s: %d inspected; looking again at %d suspect(s) after %s", e.Name, s.Inspected+int64(s.Pending), s.Pending, *grace)
+				return
 			}
-			if err != nil {
-				return unreachable("Redis", err)
-			}
-			for _, id := range ids {
-				s, err := look(ctx, n.name, n.col, id)
-				if ctx.Err() != nil {
-					break walk
-				}
-				if err != nil {
-					return err
-				}
-				rep.Inspected++
-				if s != nil {
-					suspects = append(suspects, s)
-				}
-				p.printf(false, "inspect %s: %d inspected, %d suspect(s)", e.Name, rep.Inspected, len(suspects))
-				if *maxN > 0 && rep.Inspected >= *maxN {
-					break walk
-				}
-			}
-		}
+			p.printf(false, "inspect %s: %d inspected, %d suspect(s)", e.Name, s.Inspected+int64(s.Pending), s.Suspects)
+		}})
+	walks, err := r.inspectWalks(run, db, e)
+	if err != nil {
+		return err
 	}
-	if r.ctx.Err() != nil {
-		return r.ctx.Err()
-	}
-	// Second looks, Grace after the first, on the command's own context
-	// (-for bounds the sampling only).
-	if len(suspects) > 0 {
-		p.printf(true, "inspect %s: %d inspected; looking again at %d suspect(s) after %s", e.Name, rep.Inspected, len(suspects), *grace)
-	}
-	next = time.Now()
-	for _, s := range suspects {
-		if d := time.Until(s.seen.Add(*grace)); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-r.ctx.Done():
-				return r.ctx.Err()
-			}
-		}
-		again, err := look(r.ctx, s.Entity, s.col, s.ID)
-		if err != nil {
-			return err
-		}
-		if again == nil || again.Version != s.Version || !bytes.Equal(again.raw, s.raw) {
-			continue // it changed: an invalidation landed, or a new load
-		}
-		rep.Violations[s.Kind]++
-		rep.Found = append(rep.Found, s.finding)
-	}
-	violations := len(rep.Found)
-	rep.Consistent = rep.Inspected - violations
+	res, err := run.Do(r.ctx, inspect.Chain(walks...)) // the rows, then each mapping
 	switch {
-	case rep.Inspected == 0:
-	case violations == 0:
-		rep.Nines, rep.NinesAtLeast = math.Log10(float64(rep.Inspected)), true
-	default:
-		rep.Nines = 0 - math.Log10(float64(violations)/float64(rep.Inspected))
+	case err != nil:
+		return err
+	case res.RepairErr != nil:
+		return invalidateErr(res.RepairErr)
 	}
-	if *repair && violations > 0 {
-		byEntity := map[string][]string{}
-		for _, f := range rep.Found {
-			byEntity[f.Entity] = append(byEntity[f.Entity], f.ID)
-		}
-		for name, ids := range byEntity {
-			ent, err := r.b.entity(r.ctx, e, name)
-			if err != nil {
-				return err
-			}
-			if err := ent.Invalidate(r.ctx, ids...); err != nil {
-				return invalidateErr(err)
-			}
-			rep.Repaired += len(ids)
-		}
-	}
-	rep.Elapsed = time.Since(start).Round(time.Millisecond).String()
+	rep := newInspectReport(e.Name, res, time.Since(start))
 	if err := r.output(rep, func(w io.Writer) { rep.print(w) }); err != nil {
 		return err
 	}
-	if violations > 0 {
+	if res.Violations() > 0 {
 		return errProblem
 	}
 	return nil
+}
+
+// inspectWalks are the walks of inspect: e's rows' entries and each
+// unique column's mapping's, each entry judged by inspectLook and repaired
+// by an invalidation.
+func (r *runner) inspectWalks(run *inspect.Run, db *gorm.DB, e *EntityConfig) ([]inspect.Walk, error) {
+	var walks []inspect.Walk
+	for _, col := range append([]string{""}, e.Unique...) {
+		name := e.Name
+		if col != "" {
+			name = e.lookupName(col)
+		}
+		ent, err := r.b.entity(r.ctx, e, name)
+		if err != nil {
+			return nil, err
+		}
+		walks = append(walks, run.WalkEntries(inspect.Entries{
+			Sample: func(ctx context.Context, cur cacheaside.Cursor, n int) ([]string, cacheaside.Cursor, error) {
+				ids, next, err := ent.SampleIDs(ctx, cur, n)
+				if err != nil {
+					err = unreachable("Redis", err)
+				}
+				return ids, next, err
+			},
+			Look:   r.inspectLook(run, db, e, name, col),
+			Repair: func(ctx context.Context, id string) error { return ent.Invalidate(ctx, id) },
+		}))
+	}
+	return walks, nil
+}
+
+// inspectKinds are get's kinds of disagreement as the inspector's.
+var inspectKinds = map[string]inspect.Kind{kindStale: inspect.Stale, kindGhost: inspect.Ghost,
+	kindFalseNotFound: inspect.FalseNotFound, kindCorrupt: inspect.Corrupt}
+
+// inspectLook judges an entry of name (e's rows', or col's mapping's, col
+// "" for the rows) as get and getby do: a peek and one SQL read, paced.
+func (r *runner) inspectLook(run *inspect.Run, db *gorm.DB, e *EntityConfig, name, col string) inspect.LookFunc {
+	return func(ctx context.Context, id string) (inspect.Look, error) {
+		if err := run.Pace(ctx); err != nil {
+			return inspect.Look{}, err
+		}
+		c, err := r.peek(e, name, id)
+		if err != nil {
+			return inspect.Look{}, err
+		}
+		lk := inspect.Look{Entity: name, ID: id, Entry: cacheaside.Peeked{Key: c.Key, State: c.state, Version: c.Version, Raw: c.raw}}
+		if col != "" {
+			row, err := readRow(ctx, db, e, col, id)
+			if err != nil {
+				return lk, err
+			}
+			if j := judgeMapping(e, col, id, c, row); !j.Agree {
+				lk.Kind, lk.Verdict = inspect.DivergentMapping, j.Verdict
+			}
+			return lk, nil
+		}
+		row, err := readRow(ctx, db, e, e.Key, id)
+		if err != nil {
+			return lk, err
+		}
+		j, err := judge(e, id, c, row)
+		if err == nil && !j.Agree {
+			lk.Kind, lk.Verdict = inspectKinds[j.Kind], j.Verdict
+		}
+		return lk, err
+	}
+}
+
+// newInspectReport is the summary of res, a run of entity's.
+func newInspectReport(entity string, res inspect.Report, elapsed time.Duration) *inspectReport {
+	rep := &inspectReport{Entity: entity, Inspected: int(res.Inspected), Consistent: int(res.Consistent),
+		Violations: map[string]int{}, Repaired: int(res.Repaired), Elapsed: elapsed.Round(time.Millisecond).String()}
+	for _, k := range inspect.Kinds {
+		if n := res.Of(k); n > 0 {
+			rep.Violations[k.String()] = int(n)
+		}
+	}
+	if res.Inspected > 0 {
+		rep.Nines, rep.NinesAtLeast = res.Nines(), res.Violations() == 0
+	}
+	for _, f := range res.Found {
+		rep.Found = append(rep.Found, finding{Kind: f.Kind.String(), Entity: f.Entity, ID: f.ID, Key: f.Entry.Key,
+			Version: f.Entry.Version, Verdict: f.Verdict})
+	}
+	return rep
 }
 
 func (rep *inspectReport) print(w io.Writer) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/asidekit/asidekit/cacheaside"
-	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // invalidated is the answer of invalidate and invalidate-all.
@@ -35,10 +34,8 @@ func runInvalidate(r *runner, args []string) error {
 		return err
 	}
 	ids := pos[1:]
-	for _, id := range ids {
-		if _, err := keys.Escape(id); err != nil {
-			return usageErr("%s: bad id %q: %v", e.Name, id, err)
-		}
+	if err := r.checkIDs(e, e.Name, "id", ids...); err != nil {
+		return err
 	}
 	if err := r.confirm(fmt.Sprintf("invalidate %d id(s) of %s", len(ids), e.Name)); err != nil {
 		return err
