@@ -97,8 +97,11 @@ func email(id int64) string { return fmt.Sprintf("u%d@example.com", id) }
 // "absent" for every row.
 func TestInvalidator_redisRestartedEmpty(t *testing.T) {
 	if os.Getenv(envFilterTrustOff) != "" {
+		// Process-wide: the test runs alone, before the parallel ones.
 		testswitch.FilterTrustOff.Store(true)
 		defer testswitch.FilterTrustOff.Store(false)
+	} else {
+		t.Parallel() // its Redis is its own
 	}
 	srv := testcontainers.NewRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
