@@ -39,13 +39,15 @@ func (in *inspection[T, ID]) walks() []inspect.Walk {
 // invalidates the entry (an invalidation left to the Cache's retrier
 // counts as done).
 func entryWalk[V any, T any, ID comparable](in *inspection[T, ID], ent *cacheaside.Entity[V], look inspect.LookFunc) inspect.Walk {
+	var cur cacheaside.Cursor
 	return in.run.WalkEntries(inspect.Entries{
-		Sample: func(ctx context.Context, cur cacheaside.Cursor, n int) ([]string, cacheaside.Cursor, error) {
+		Sample: func(ctx context.Context, n int) ([]string, bool, error) {
 			ids, next, err := ent.SampleIDs(ctx, cur, n)
 			if err != nil {
-				err = fmt.Errorf("repo: %s: inspect: %w", in.r.c.name, err)
+				return nil, false, fmt.Errorf("repo: %s: inspect: %w", in.r.c.name, err)
 			}
-			return ids, next, err
+			cur = next
+			return ids, cur.Done(), nil
 		},
 		Look: look,
 		Repair: func(ctx context.Context, id string) error {

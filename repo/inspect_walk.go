@@ -17,7 +17,7 @@ import (
 func (in *inspection[T, ID]) lookRow(ctx context.Context, key string) (inspect.Look, error) {
 	ent := in.r.c.ent
 	p, err := ent.Peek(ctx, key)
-	lk := inspect.Look{Entity: in.r.c.name, ID: key, Entry: p}
+	lk := inspect.Look{Entity: in.r.c.name, ID: key, Entry: entryOf(p)}
 	if err != nil {
 		return lk, fmt.Errorf("repo: %s: inspect %s: %w", in.r.c.name, key, err)
 	}
@@ -82,7 +82,7 @@ func (in *inspection[T, ID]) read(ctx context.Context, key string, id ID) (row T
 // database.
 func (in *inspection[T, ID]) lookMapping(ctx context.Context, l *lookup[ID], key string) (inspect.Look, error) {
 	p, err := l.ent.Peek(ctx, key)
-	lk := inspect.Look{Entity: l.name, ID: key, Entry: p}
+	lk := inspect.Look{Entity: l.name, ID: key, Entry: entryOf(p)}
 	if err != nil {
 		return lk, fmt.Errorf("repo: %s: inspect %s: %w", l.name, key, err)
 	}
@@ -205,4 +205,9 @@ func (in *inspection[T, ID]) filterWalk() inspect.Walk {
 		}
 		return len(ids) < in.o.SampleSize, nil
 	}
+}
+
+// entryOf is what the inspector keeps of a peeked entry.
+func entryOf(p cacheaside.Peeked) inspect.Entry {
+	return inspect.Entry{Key: p.Key, Version: p.Version, State: int(p.State), Raw: p.Raw}
 }

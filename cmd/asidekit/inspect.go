@@ -118,13 +118,15 @@ func (r *runner) inspectWalks(run *inspect.Run, db *gorm.DB, e *EntityConfig) ([
 		if err != nil {
 			return nil, err
 		}
+		var cur cacheaside.Cursor
 		walks = append(walks, run.WalkEntries(inspect.Entries{
-			Sample: func(ctx context.Context, cur cacheaside.Cursor, n int) ([]string, cacheaside.Cursor, error) {
+			Sample: func(ctx context.Context, n int) ([]string, bool, error) {
 				ids, next, err := ent.SampleIDs(ctx, cur, n)
 				if err != nil {
-					err = unreachable("Redis", err)
+					return nil, false, unreachable("Redis", err)
 				}
-				return ids, next, err
+				cur = next
+				return ids, cur.Done(), nil
 			},
 			Look:   r.inspectLook(run, db, e, name, col),
 			Repair: func(ctx context.Context, id string) error { return ent.Invalidate(ctx, id) },
@@ -148,7 +150,7 @@ func (r *runner) inspectLook(run *inspect.Run, db *gorm.DB, e *EntityConfig, nam
 		if err != nil {
 			return inspect.Look{}, err
 		}
-		lk := inspect.Look{Entity: name, ID: id, Entry: cacheaside.Peeked{Key: c.Key, State: c.state, Version: c.Version, Raw: c.raw}}
+		lk := inspect.Look{Entity: name, ID: id, Entry: inspect.Entry{Key: c.Key, State: int(c.state), Version: c.Version, Raw: c.raw}}
 		if col != "" {
 			row, err := readRow(ctx, db, e, col, id)
 			if err != nil {

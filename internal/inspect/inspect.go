@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
@@ -79,7 +78,7 @@ type Look struct {
 	// Entry is the cache entry as peeked; the zero Peeked for an item
 	// with no entry (a Bloom filter probe). Two looks agree on the entry
 	// when their Entries hold the same version token and bytes.
-	Entry cacheaside.Peeked
+	Entry Entry
 	// Cached and Stored are what the cache and the database hold, as text
 	// for a report (cut to 256 bytes in a Finding and the log).
 	Cached, Stored string
@@ -309,9 +308,18 @@ func cut(s string) string {
 	return s
 }
 
-// SameEntry reports whether two Peeks saw the same store: the same version
-// token and the same bytes.
-func SameEntry(a, b cacheaside.Peeked) bool {
+// Entry is what a look saw of a cache entry (from cacheaside's Peek):
+// enough to name it in a report and to tell whether two looks saw the
+// same store.
+type Entry struct {
+	Key, Version string
+	State        int    // the cache's code for what the entry is
+	Raw          []byte // the entry as stored; nil when there is none
+}
+
+// SameEntry reports whether two looks saw the same store: the same version
+// token, state and bytes.
+func SameEntry(a, b Entry) bool {
 	return a.Version == b.Version && a.State == b.State && bytes.Equal(a.Raw, b.Raw)
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/inspect"
 )
 
@@ -60,7 +59,7 @@ func (s *store) walk(r *inspect.Run, ids ...string) inspect.Walk {
 }
 
 func entry(id, version string, k inspect.Kind) inspect.Look {
-	return inspect.Look{Kind: k, Entity: "users", ID: id, Entry: cacheaside.Peeked{Key: "ak:{users:" + id + "}", Version: version, Raw: []byte("v")}}
+	return inspect.Look{Kind: k, Entity: "users", ID: id, Entry: inspect.Entry{Key: "ak:{users:" + id + "}", Version: version, Raw: []byte("v")}}
 }
 
 func found(rep inspect.Report) []string {

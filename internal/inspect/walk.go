@@ -3,8 +3,6 @@ package inspect
 import (
 	"context"
 	"time"
-
-	"github.com/asidekit/asidekit/cacheaside"
 )
 
 // Walk is one source of items: each call takes up to a batch of them
@@ -30,9 +28,10 @@ func Chain(walks ...Walk) Walk {
 
 // Entries are one cache entity's entries, to walk with WalkEntries.
 type Entries struct {
-	// Sample lists ids that have an entry, from a cursor
-	// (cacheaside.Entity.SampleIDs); its error ends the run as it is.
-	Sample func(ctx context.Context, cur cacheaside.Cursor, count int) ([]string, cacheaside.Cursor, error)
+	// Sample lists up to count more ids that have an entry (a page of
+	// cacheaside.Entity.SampleIDs, the cursor kept by the caller) and
+	// whether the walk is done; its error ends the run as it is.
+	Sample func(ctx context.Context, count int) (ids []string, done bool, err error)
 	// Look judges the entry of id now.
 	Look LookFunc
 	// Repair fixes the entry of id (invalidates it).
@@ -42,9 +41,8 @@ type Entries struct {
 // WalkEntries returns the walk of e's entries: one SampleIDs page a batch,
 // each id judged with Judge.
 func (r *Run) WalkEntries(e Entries) Walk {
-	var cur cacheaside.Cursor
 	return func(ctx context.Context) (bool, error) {
-		ids, next, err := e.Sample(ctx, cur, r.o.SampleSize)
+		ids, done, err := e.Sample(ctx, r.o.SampleSize)
 		if err != nil {
 			return false, err
 		}
@@ -56,8 +54,7 @@ func (r *Run) WalkEntries(e Entries) Walk {
 				return false, err
 			}
 		}
-		cur = next
-		return cur.Done(), nil
+		return done, nil
 	}
 }
 
