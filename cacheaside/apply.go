@@ -45,8 +45,9 @@ func GetRetryStats() RetryStats {
 }
 
 // maxPendingUpkeep bounds the ids and keys awaiting a retry in the
-// process; past it, new failed work is dropped and counted (Dropped).
-const maxPendingUpkeep = 1 << 20
+// process; past it, new failed work is dropped and counted (Dropped). A
+// variable for tests only, which lower it while nothing else runs.
+var maxPendingUpkeep int64 = 1 << 20
 
 // Apply does w's effects, as Effects.Run does, and queues the ones that
 // failed in the background retry of one Cache, in order: an invalidation

@@ -95,3 +95,32 @@ func TestCache_Apply_retriesEveryKind(t *testing.T) {
 		t.Fatalf("RetryStats %+v (before %+v): want 3 more retried", s, before)
 	}
 }
+
+// Past maxPendingUpkeep ids and keys queued in the process, failed work
+// is dropped and counted: an invalidation's keys one by one, Apply's
+// other effects as a whole. Serial: it lowers the process-wide limit.
+func TestCache_Apply_dropsPastTheLimit(t *testing.T) {
+	srv := testcontainers.NewRedisServer(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	c := newCache(t, client, "drop", &Options{BreakerThreshold: 1, BreakerCooldown: time.Hour})
+	e := newEntity[user](t, c, "user", Policy{})
+	f := &syncFilter{down: true}
+	srv.Stop()
+	before := GetRetryStats()
+	limit := maxPendingUpkeep
+	t.Cleanup(func() { maxPendingUpkeep = limit })
+	maxPendingUpkeep = int64(before.Pending) + 1
+
+	var w Effects
+	w.Add(Invalidate(e, "1", "2"), AddToFilter(f, "users", "a", "b"))
+	if err := c.Apply(context.Background(), &w); err == nil {
+		t.Fatal("Apply with Redis down = nil")
+	}
+	if n, m := c.retry.size(), c.retry.m.Load(); n != 1 || m != 0 {
+		t.Fatalf("queued: %d invalidations, %d other ids and keys; want 1 and 0", n, m)
+	}
+	if s := GetRetryStats(); s.Dropped != before.Dropped+3 || s.Pending != before.Pending+1 {
+		t.Fatalf("RetryStats %+v (before %+v): want 3 dropped, 1 more pending", s, before)
+	}
+}

@@ -220,22 +220,16 @@ func (r *retrier) loop() {
 		for _, p := range batch {
 			p.ctr.inc(EventInvalidationRetry)
 		}
-		var failed []pending
-		var effectsFailed *Effects
-		if r.c.br.Allow() {
-			ctx, cancel := context.WithTimeout(r.c.base, retryTimeout)
-			var err error
-			if len(batch) > 0 {
-				failed, err = invalidate(ctx, r.c, batch)
-				if err != nil && !errors.Is(err, errShortfall) {
-					r.c.redisErr(ctx, err)
-				}
-			}
-			effectsFailed = r.tryEffects(ctx, &w)
-			cancel()
-		} else {
-			failed, effectsFailed = batch, &w
-		}
+		ctx, cancel := context.WithTimeout(r.c.base, retryTimeout)
+		failed := r.tryKeys(ctx, batch)
+		cancel()
+		// After the keys, whose try may close the breaker: each effect
+		// goes through its own (the Cache's, a filter's) and fails fast
+		// while it is open; the loop's Allow would take a half-open probe
+		// that the effect could then not make.
+		ctx, cancel = context.WithTimeout(r.c.base, retryTimeout)
+		effectsFailed := r.tryEffects(ctx, &w)
+		cancel()
 		still := make(map[string]bool, len(failed))
 		for _, p := range failed {
 			still[p.key] = true
@@ -257,6 +251,22 @@ func (r *retrier) loop() {
 		}
 		timer.Reset(retry.Next())
 	}
+}
+
+// tryKeys tries the invalidations of batch, when the breaker allows, and
+// returns those that failed.
+func (r *retrier) tryKeys(ctx context.Context, batch []pending) []pending {
+	if len(batch) == 0 {
+		return nil
+	}
+	if !r.c.br.Allow() {
+		return batch
+	}
+	failed, err := invalidate(ctx, r.c, batch)
+	if err != nil && !errors.Is(err, errShortfall) {
+		r.c.redisErr(ctx, err)
+	}
+	return failed
 }
 
 // take takes the queued effects out for a try; they stay counted
@@ -310,15 +320,15 @@ func (r *retrier) final() {
 	r.running = false
 	r.streak = false
 	r.mu.Unlock()
-	if (len(batch) == 0 && w.Len() == 0) || !r.c.br.Allow() {
+	if len(batch) == 0 && w.Len() == 0 {
 		return
-	}
-	for _, p := range batch {
-		p.ctr.inc(EventInvalidationRetry)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), retryTimeout)
 	defer cancel()
-	if len(batch) > 0 {
+	if len(batch) > 0 && r.c.br.Allow() {
+		for _, p := range batch {
+			p.ctr.inc(EventInvalidationRetry)
+		}
 		failed, _ := invalidate(ctx, r.c, batch)
 		retryStats.retried.Add(int64(len(batch) - len(failed)))
 	}
