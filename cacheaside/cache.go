@@ -194,9 +194,10 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 }
 
 // Close stops the Cache's shared subscription, background refreshes and
-// invalidation retries, and waits for them to end. Invalidations still
-// queued are dropped (their entries expire with their TTL). Reads and
-// writes keep working after Close, without background work.
+// retries, and waits for them to end. What is still queued for retry
+// (invalidations, Apply's effects) gets one last try and is dropped
+// (entries expire with their TTL). Reads and writes keep working after
+// Close, without background work.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -78,8 +78,8 @@
 // or appends a patch line to it if it is still the value the writer read
 // before its COMMIT (Seen, then Patch), in one script per list. Its calls
 // share the Cache's breaker, Observer and recovery gate; a bump or patch
-// that fails is returned to its caller, never dropped (repo's after-commit
-// retrier sends it again).
+// that fails is returned to its caller, never dropped (Cache.Apply queues
+// it in the Cache's retrier).
 //
 // # After-commit effects
 //
@@ -88,8 +88,12 @@
 // StoreIfVersion (write-through), Bump and Patch (a list's generation and
 // its lines), AddToFilter and Distrust (a Bloom filter). package repo's
 // plan makes them, for its own writes and for repo/cdc's changes; Effects
-// batches them, merged by target, and runs them (Run, or Try, which hands
-// back the effects that failed, to be tried again).
+// batches them, merged by target, and runs them: Run, or Cache.Apply,
+// which queues what failed, of every kind and in order, in the background
+// retry of one Cache (the entity's or the lists' own, a filter's in the
+// receiver). That retrier is the only one: it also holds the reads of keys
+// whose invalidation is pending and tries at once when Redis answers again,
+// and the process's RetryStats count it (GetRetryStats).
 //
 // # Consistency: versions and leases
 //

@@ -52,7 +52,11 @@ type effectEntity interface {
 	Version(ctx context.Context, id string) (string, error)
 	// setIfVersion is SetIfVersion of row, a T.
 	setIfVersion(ctx context.Context, id, version string, row any) (stored bool, err error)
+	// cache is the Cache whose retrier holds the entity's failed work.
+	cache() *Cache
 }
+
+func (e *Entity[T]) cache() *Cache { return e.c }
 
 func (e *Entity[T]) setIfVersion(ctx context.Context, id, version string, row any) (bool, error) {
 	return e.SetIfVersion(ctx, id, version, row.(T))

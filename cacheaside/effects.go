@@ -105,18 +105,22 @@ func (w *Effects) Merge(o *Effects) {
 // about one round trip. Every effect is tried even when another fails; the
 // errors are joined. Running it again does the same work again: every
 // effect is idempotent, or turns into an invalidation when done twice.
+// What fails is not retried but for the invalidations of keys, which
+// their entity queues itself (ErrInvalidationPending); Cache.Apply
+// retries the rest too.
 func (w *Effects) Run(ctx context.Context) error {
-	_, err := w.Try(ctx)
+	_, _, err := w.try(ctx)
 	return err
 }
 
-// Try is Run that also returns the effects that failed (nil when none
-// did), to be tried again. An effect whose Redis client was closed is not
-// returned: it can never succeed, and nothing reads through that client
-// any more.
-func (w *Effects) Try(ctx context.Context) (failed *Effects, err error) {
+// try is Run that also returns the effects that failed and need another
+// try (nil when none do), and the number of ids whose invalidation their
+// entity queued in its Cache's retrier itself (held). Neither is an
+// effect whose Redis client was closed: it can never succeed, and nothing
+// reads through that client any more.
+func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error) {
 	if len(w.list) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	ctx = WithWriteLSN(ctx, w.lsn)
 	errs := make([]error, len(w.list))
@@ -127,13 +131,18 @@ func (w *Effects) Try(ctx context.Context) (failed *Effects, err error) {
 	errs[0] = w.list[0].do(ctx)
 	wg.Wait()
 	for i, err := range errs {
-		if err == nil || errors.Is(err, redis.ErrClosed) {
+		e := &w.list[i]
+		switch {
+		case err == nil || errors.Is(err, redis.ErrClosed):
+			continue
+		case e.queuesItself() && errors.Is(err, ErrInvalidationPending):
+			held += len(e.ids)
 			continue
 		}
 		if failed == nil {
 			failed = &Effects{lsn: w.lsn}
 		}
-		failed.add(w.list[i])
+		failed.add(*e)
 	}
-	return failed, errors.Join(errs...)
+	return failed, held, errors.Join(errs...)
 }

@@ -26,6 +26,7 @@ func (e *fakeEntity) Invalidate(_ context.Context, ids ...string) error {
 	e.got = append(e.got, ids...)
 	return e.err
 }
+func (e *fakeEntity) cache() *Cache                       { return nil }
 func (e *fakeEntity) InvalidateAll(context.Context) error { return e.err }
 func (e *fakeEntity) Version(context.Context, string) (string, error) {
 	return "", nil
@@ -41,9 +42,9 @@ func invalidateFake(e *fakeEntity, ids ...string) Effect {
 	return Effect{kind: effectInvalidate, ent: e, ids: ids}
 }
 
-// Try returns the effects that failed, except those whose client is
+// try returns the effects that failed, except those whose client is
 // closed: they can never succeed.
-func TestEffects_Try(t *testing.T) {
+func TestEffects_try(t *testing.T) {
 	ok := &fakeEntity{name: "ok"}
 	down := &fakeEntity{name: "down", err: errors.New("dial tcp: connection refused")}
 	closed := &fakeEntity{name: "closed", err: fmt.Errorf("cacheaside: %w", redis.ErrClosed)}
@@ -52,16 +53,16 @@ func TestEffects_Try(t *testing.T) {
 	if w.Len() != 4 || len(w.list) != 3 {
 		t.Fatalf("Len = %d over %d effects; want 4 ids merged into 3", w.Len(), len(w.list))
 	}
-	failed, err := w.Try(context.Background())
+	failed, _, err := w.try(context.Background())
 	if err == nil || failed == nil || failed.Len() != 1 {
-		t.Fatalf("Try = %v effects, %v; want the one id of the down entity", failed, err)
+		t.Fatalf("try = %v effects, %v; want the one id of the down entity", failed, err)
 	}
 	if len(ok.got) != 2 || len(down.got) != 1 || len(closed.got) != 1 {
 		t.Fatalf("calls: ok %v, down %v, closed %v", ok.got, down.got, closed.got)
 	}
 	down.err = nil
-	if again, err := failed.Try(context.Background()); again != nil || err != nil || len(down.got) != 2 {
-		t.Fatalf("Try again = %v, %v (down got %v)", again, err, down.got)
+	if again, _, err := failed.try(context.Background()); again != nil || err != nil || len(down.got) != 2 {
+		t.Fatalf("try again = %v, %v (down got %v)", again, err, down.got)
 	}
 }
 
@@ -83,8 +84,8 @@ func TestEffects_merge(t *testing.T) {
 	if got := w.list[0].ids; len(got) != 2 || got[1] != "3" || ids[1] != "2" {
 		t.Fatalf("merged ids %v (caller's %v)", got, ids)
 	}
-	if _, err := w.Try(context.Background()); err != nil || len(e.got) != 4 {
-		t.Fatalf("Try = %v, calls %v", err, e.got)
+	if _, _, err := w.try(context.Background()); err != nil || len(e.got) != 4 {
+		t.Fatalf("try = %v, calls %v", err, e.got)
 	}
 }
 
@@ -108,12 +109,12 @@ func TestEffects_Distrust(t *testing.T) {
 	if w.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", w.Len())
 	}
-	failed, err := w.Try(context.Background())
+	failed, _, err := w.try(context.Background())
 	if err == nil || failed == nil || failed.Len() != 1 || f.calls != 1 {
-		t.Fatalf("Try = %v effects, %v, %d calls; want the distrust back", failed, err, f.calls)
+		t.Fatalf("try = %v effects, %v, %d calls; want the distrust back", failed, err, f.calls)
 	}
 	f.err = nil
-	if again, err := failed.Try(context.Background()); again != nil || err != nil || f.calls != 2 {
-		t.Fatalf("Try again = %v, %v, %d calls", again, err, f.calls)
+	if again, _, err := failed.try(context.Background()); again != nil || err != nil || f.calls != 2 {
+		t.Fatalf("try again = %v, %v, %d calls", again, err, f.calls)
 	}
 }

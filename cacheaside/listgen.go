@@ -43,8 +43,9 @@ const maxListPatches = 32
 // Every call goes through the Cache's breaker and counts its failures
 // and bypasses under the ListGenerations' name (Observer); Read also
 // bypasses Redis while a recovery gate holds reads (see RecoveryGate).
-// Nothing is queued for retry: a Bump or Patch that fails returns its
-// error, and the caller calls it again. It is safe for concurrent use.
+// A direct Bump or Patch that fails returns its error and queues nothing:
+// the caller calls it again (the effects Bump and Patch, done by
+// Cache.Apply, are retried by the Cache). It is safe for concurrent use.
 type ListGenerations struct {
 	c      *Cache
 	name   string

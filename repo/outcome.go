@@ -82,9 +82,9 @@ func (r *Repository[T, ID]) writeFailed(ctx context.Context, err error, ch rowCh
 	r.c.queue(&w, ch)
 	if ch.before == nil && ch.after != nil && ch.after.id == "" && r.c.filter != nil && r.keyMayBeLost(ctx) {
 		w.Add(cacheaside.Distrust(r.c.filter, r.c.name))
-		retrier.distrusts.Add(1)
+		outcomes.distrusts.Add(1)
 	}
-	unknownUpkeep(ctx, r.c.db, &w)
+	unknownUpkeep(ctx, r.c.db, r.c.cache, &w)
 	return err
 }
 
@@ -100,10 +100,10 @@ func (r *Repository[T, ID]) keyMayBeLost(ctx context.Context) bool {
 
 // unknownUpkeep runs w, the upkeep of writes of unknown outcome on db,
 // after commit as far as the cache can tell, and counts it.
-func unknownUpkeep(ctx context.Context, db *gorm.DB, w *cacheaside.Effects) {
-	retrier.unknown.Add(1)
+func unknownUpkeep(ctx context.Context, db *gorm.DB, cache *cacheaside.Cache, w *cacheaside.Effects) {
+	outcomes.unknown.Add(1)
 	afterCommitLSN(ctx, db, w)
-	_ = runAfterCommit(ctx, w, false)
+	_ = runAfterCommit(ctx, cache, w, false)
 }
 
 // keysWritten returns the keys of row as a write meant to leave it, for

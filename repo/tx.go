@@ -19,9 +19,10 @@ import (
 type Tx struct {
 	db *gorm.DB
 
-	mu    sync.Mutex // guards after and done
+	mu    sync.Mutex // guards after, cache and done
 	after cacheaside.Effects
-	done  bool // committed or rolled back: nothing more may be queued
+	cache *cacheaside.Cache // the first writer's: it retries the filters' failed upkeep
+	done  bool              // committed or rolled back: nothing more may be queued
 }
 
 // Transaction runs fn in a database transaction (GORM's db.Transaction,
@@ -51,12 +52,12 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if tx == nil { // Begin failed
 		return err
 	}
-	after := tx.finish()
+	after, cache := tx.finish()
 	switch {
 	case err == nil:
 	case fnErr == nil && unknownOutcome(err) && !testswitch.UnknownUpkeepOff.Load():
 		// fn succeeded and the COMMIT's outcome is unknown.
-		unknownUpkeep(ctx, db, &after)
+		unknownUpkeep(ctx, db, cache, &after)
 		return err
 	default:
 		return err
@@ -64,7 +65,7 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 	if after.Len() > 0 || tracking(ctx) {
 		afterCommitLSN(ctx, db, &after)
 	}
-	return runAfterCommit(ctx, &after, false)
+	return runAfterCommit(ctx, cache, &after, false)
 }
 
 // Transaction runs fn in a nested transaction (a savepoint). What fn's
@@ -79,49 +80,54 @@ func (t *Tx) Transaction(fn func(tx *Tx) error) error {
 	if inner == nil {
 		return err
 	}
-	after := inner.finish()
+	after, cache := inner.finish()
 	if err != nil {
 		return err
 	}
-	t.queue(&after)
+	t.queue(cache, &after)
 	return nil
 }
 
 // DB returns the transaction's *gorm.DB.
 func (t *Tx) DB() *gorm.DB { return t.db }
 
-// queue adds u to the work to do after the commit. A Tx that already
-// ended takes nothing more: its writes failed anyway.
-func (t *Tx) queue(u *cacheaside.Effects) {
+// queue adds u, the work of a writer on cache, to the work to do after
+// the commit. A Tx that already ended takes nothing more: its writes
+// failed anyway.
+func (t *Tx) queue(cache *cacheaside.Cache, u *cacheaside.Effects) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
 		t.after.Merge(u)
+		if t.cache == nil {
+			t.cache = cache
+		}
 	}
 }
 
-// finish ends the Tx and returns its queue.
-func (t *Tx) finish() cacheaside.Effects {
+// finish ends the Tx and returns its queue and the Cache that retries
+// its filters' failed work.
+func (t *Tx) finish() (cacheaside.Effects, *cacheaside.Cache) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
 	after := t.after
 	t.after = cacheaside.Effects{}
-	return after
+	return after, t.cache
 }
 
 // afterWrite queues u after the commit of the view's transaction, or runs
 // it now when the view has none (the write has succeeded already).
 func (r *Repository[T, ID]) afterWrite(ctx context.Context, u *cacheaside.Effects) error {
 	if r.tx != nil {
-		r.tx.queue(u)
+		r.tx.queue(r.c.cache, u)
 		return nil
 	}
 	afterCommitLSN(ctx, r.c.db, u)
 	if h := beforeUpkeep.Load(); h != nil {
 		(*h)()
 	}
-	return runAfterCommit(ctx, u, r.c.reportAfterCommit)
+	return runAfterCommit(ctx, r.c.cache, u, r.c.reportAfterCommit)
 }
 
 // beforeUpkeep, when set (by a test), runs between a write's COMMIT and

@@ -87,22 +87,17 @@ func (c *core[T, ID]) shapeOf() shape {
 }
 
 // runAfterCommit runs w, bounded by AfterCommitTimeout and detached from
-// ctx's cancellation. What fails is retried in the background; with
+// ctx's cancellation (cache.Apply). What fails is retried in the
+// background by the Cache it belongs to (a filter's work by cache); with
 // report, the error (matching ErrAfterCommit) is returned too, else nil.
-func runAfterCommit(ctx context.Context, w *cacheaside.Effects, report bool) error {
+func runAfterCommit(ctx context.Context, cache *cacheaside.Cache, w *cacheaside.Effects, report bool) error {
 	if w.Len() == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterCommitTimeout)
 	defer cancel()
-	failed, err := w.Try(ctx)
-	if failed == nil {
-		return nil
-	}
-	err = fmt.Errorf("%w: %w", ErrAfterCommit, err)
-	retrier.queue(failed, err)
-	if report {
-		return err
+	if err := cache.Apply(ctx, w); err != nil && report {
+		return fmt.Errorf("%w: %w", ErrAfterCommit, err)
 	}
 	return nil
 }
