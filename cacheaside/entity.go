@@ -104,6 +104,15 @@ func (e *Entity[T]) key(id string) (string, error) {
 	return e.prefix + esc + "}", nil
 }
 
+// entryKey returns it.key, set first from esc (its escaped id) if empty:
+// the reads build an entry key only once they need it.
+func (e *Entity[T]) entryKey(it *item, esc string) string {
+	if it.key == "" {
+		it.key = e.prefix + esc + "}"
+	}
+	return it.key
+}
+
 // escapeID is id as it appears in keys.
 func escapeID(id string) (string, error) {
 	esc, err := keys.Escape(id)

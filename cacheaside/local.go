@@ -201,28 +201,6 @@ func (l *localTier[T]) fill(t ticket, key string, e localEntry[T], ttl time.Dura
 	s.mu.Unlock()
 }
 
-// getMany serves the items it holds into out and returns the rest,
-// with a ticket each (nil tickets when the tier is disabled).
-func (l *localTier[T]) getMany(out map[string]T, items []item) ([]item, []ticket) {
-	if l == nil {
-		return items, nil
-	}
-	rest := items[:0:0]
-	tickets := make([]ticket, 0, len(items))
-	for _, it := range items {
-		v, ok, err := l.get(l.id(it.key))
-		switch {
-		case ok && err == nil:
-			out[it.id] = v
-		case ok: // a local "not found": absent from out
-		default:
-			rest = append(rest, it)
-			tickets = append(tickets, l.ticket(it.key))
-		}
-	}
-	return rest, tickets
-}
-
 // drop removes key (invalidated by Redis or written by this process) and
 // refuses the fills of reads that began before.
 func (l *localTier[T]) drop(key string) {
