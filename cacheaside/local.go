@@ -131,9 +131,9 @@ func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*
 }
 
 // id is what the tier keeps the entry key of its entity under: the
-// escaped id, a substring of key. So a hit needs no key built (Get looks
-// up the escaped id before it makes the Redis key, which allocated on
-// every local hit).
+// escaped id, a substring of key. So a hit needs no key built (the read
+// gate looks up Get's escaped id before it makes the Redis key, which
+// allocated on every local hit).
 func (l *localTier[T]) id(key string) string {
 	if len(key) <= l.skip {
 		return key
