@@ -104,13 +104,13 @@ func (e *Entity[T]) key(id string) (string, error) {
 	return e.prefix + esc + "}", nil
 }
 
-// entryKey returns it.key, set first from esc (its escaped id) if empty:
+// entryKey returns *key, set first from esc (the escaped id) if empty:
 // the reads build an entry key only once they need it.
-func (e *Entity[T]) entryKey(it *item, esc string) string {
-	if it.key == "" {
-		it.key = e.prefix + esc + "}"
+func (e *Entity[T]) entryKey(key *string, esc string) string {
+	if *key == "" {
+		*key = e.prefix + esc + "}"
 	}
-	return it.key
+	return *key
 }
 
 // escapeID is id as it appears in keys.

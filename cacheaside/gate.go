@@ -38,6 +38,7 @@ type readGate[T any] struct {
 	recovering bool // reads bypass the cache (see RecoveryGate)
 	asked      bool // the breaker was asked
 	down       bool // its answer: Redis is not to be called
+	v          T    // the near cache's value, when pass answered toLocal
 }
 
 // gate starts a read's pass through the gate.
@@ -45,39 +46,39 @@ func (e *Entity[T]) gate() readGate[T] {
 	return readGate[T]{e: e, recovering: e.c.rec.bypass()}
 }
 
-// pass sends one id through the gate. it is the id's item; its key may be
-// empty (Get's), and is then built from esc, the escaped id, only when
-// needed: a near cache hit builds none. esc may be empty when it.key is
-// set (GetMany's). pass returns where the id goes: for toRedis, with the
-// near cache ticket to fill under (it.key is then set); for toLocal, with
-// the near cache's answer, a value or ErrNotFound.
-func (g *readGate[T]) pass(it *item, esc string) (via route, tk ticket, v T, err error) {
+// pass sends one id through the gate. key is the id's entry key; it may
+// be empty (Get's), and is then built from esc, the escaped id, only when
+// needed: a near cache hit builds none. esc may be empty when *key is set
+// (GetMany's). pass returns where the id goes: for toRedis, with the near
+// cache ticket to fill under (*key is then set); for toLocal, with the
+// near cache's answer: its value in g.v, or err = ErrNotFound.
+func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err error) {
 	e := g.e
 	if g.recovering {
-		return toLoader, tk, v, nil
+		return toLoader, tk, nil
 	}
-	if !e.c.retry.idle() && e.c.retry.holds(e.entryKey(it, esc)) {
-		return toHeld, tk, v, nil
+	if !e.c.retry.idle() && e.c.retry.holds(e.entryKey(key, esc)) {
+		return toHeld, tk, nil
 	}
 	if l := e.local; l != nil {
 		if esc == "" {
-			esc = l.id(it.key)
+			esc = l.id(*key)
 		}
-		if v, ok, err := l.get(esc); ok {
-			return toLocal, tk, v, err
+		if ok, err := l.get(esc, &g.v); ok {
+			return toLocal, tk, err
 		}
 	}
 	if !g.asked {
 		g.asked, g.down = true, !e.c.br.Allow()
 	}
 	if g.down {
-		return toLoader, tk, v, nil
+		return toLoader, tk, nil
 	}
-	key := e.entryKey(it, esc)
+	k := e.entryKey(key, esc)
 	if e.local != nil {
-		tk = e.local.ticket(key)
+		tk = e.local.ticket(k)
 	}
-	return toRedis, tk, v, nil
+	return toRedis, tk, nil
 }
 
 // passMany sends the items of a read through the gate, reusing the
@@ -92,10 +93,10 @@ func (g *readGate[T]) passMany(out map[string]T, items []item) (held, rest []ite
 	}
 	rest = items[:0]
 	for _, it := range items {
-		switch via, tk, v, err := g.pass(&it, ""); via {
+		switch via, tk, err := g.pass(&it.key, ""); via {
 		case toLocal:
 			if err == nil {
-				out[it.id] = v
+				out[it.id] = g.v
 			}
 		case toHeld:
 			held = append(held, it)

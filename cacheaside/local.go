@@ -142,21 +142,24 @@ func (l *localTier[T]) id(key string) string {
 }
 
 // get serves the entry of escaped id esc from the tier: ok reports a
-// local answer, err is ErrNotFound for a local "not found".
-func (l *localTier[T]) get(esc string) (v T, ok bool, err error) {
+// local answer, a value (in *v) or, for a local "not found", err =
+// ErrNotFound. (The value goes to *v, not to a result: a near cache hit
+// then copies it once less on its way to the caller.)
+func (l *localTier[T]) get(esc string, v *T) (ok bool, err error) {
 	if l == nil {
-		return v, false, nil
+		return false, nil
 	}
 	e, found := l.store.GetIfPresent(esc)
 	if !found || time.Now().UnixNano() >= e.deadline {
 		l.ctr.inc(EventLocalMiss)
-		return v, false, nil
+		return false, nil
 	}
 	l.ctr.inc(EventLocalHit)
 	if e.null {
-		return v, true, ErrNotFound
+		return true, ErrNotFound
 	}
-	return e.v, true, nil
+	*v = e.v
+	return true, nil
 }
 
 // ticket is taken before the Redis read of key whose result may fill the

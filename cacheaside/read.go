@@ -36,19 +36,19 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 	if load == nil {
 		return zero, errNilLoader
 	}
-	it := item{id: id} // its key is built by the gate, when needed
+	var key string // built by the gate, when needed
 	for attempt := 0; ; attempt++ {
 		g := e.gate()
-		via, tk, v, err := g.pass(&it, esc)
-		r := request[T]{item: it, load: load}
-		switch via {
-		case toLocal:
-			return v, err
-		case toHeld, toLoader:
+		via, tk, err := g.pass(&key, esc)
+		if via == toLocal {
+			return g.v, err
+		}
+		r := request[T]{item: item{id: id, key: key}, load: load}
+		if via != toRedis { // toHeld, toLoader
 			e.ctr.inc(EventBypass)
 			return e.failOpen(ctx, r)
 		}
-		f, err := e.reads.do(ctx, it.key, e.getEntry)
+		f, err := e.reads.do(ctx, key, e.getEntry)
 		if err = e.redisResult(ctx, err); err != nil {
 			if errors.Is(err, errFailOpen) {
 				return e.failOpen(ctx, r)
@@ -56,7 +56,7 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 			return zero, err
 		}
 		vw := e.classifyFetched(f, e.now())
-		switch e.decide(ctx, tk, it.key, &vw) {
+		switch e.decide(ctx, tk, key, &vw) {
 		case serveValue:
 			return vw.v, nil
 		case serveNull:
