@@ -53,7 +53,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	}
 	g := e.gate()
 	held, items, tks, redis := g.passMany(out, items)
-	if len(held) > 0 {
+	if len(held) > 0 { // their invalidations are pending
 		e.ctr.inc(EventBypass)
 		if _, err := e.loadManyDirect(ctx, held, load, out); err != nil {
 			return nil, err
@@ -62,7 +62,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if len(items) == 0 {
 		return out, nil
 	}
-	if !redis {
+	if !redis { // recovery, or the breaker is open
 		e.ctr.inc(EventBypass)
 		return e.loadManyDirect(ctx, items, load, out)
 	}
@@ -119,11 +119,11 @@ func (e *Entity[T]) serveMany(ctx context.Context, items []item, tks []ticket, r
 		if s, ok := raw.(string); ok {
 			b = []byte(s)
 		}
+		it := items[i]
 		var tk ticket
 		if tks != nil { // near cache
 			tk = tks[i]
 		}
-		it := items[i]
 		vw := e.classify(b, now)
 		switch e.decide(ctx, tk, it.key, &vw) {
 		case serveValue:
