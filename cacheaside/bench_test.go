@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,6 +41,86 @@ func BenchmarkEntity_Get_hit(b *testing.B) {
 		if err != nil || v.ID != 42 {
 			b.Fatal(v, err)
 		}
+	}
+}
+
+// BenchmarkEntity_Get_localHit: Get served by the near cache (no round
+// trip): the gate's cost on its own.
+func BenchmarkEntity_Get_localHit(b *testing.B) {
+	r := testcontainers.Redis(b)
+	c := newCache(b, r.NewClient(b), r.Namespace, nil)
+	e := newEntity[benchValue](b, c, "bench", Policy{TTL: time.Hour, Local: &LocalPolicy{TTL: time.Hour}})
+	ctx := context.Background()
+	if err := c.WaitLocal(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Set(ctx, "42", benchRow); err != nil {
+		b.Fatal(err)
+	}
+	load := func(ctx context.Context, id string) (benchValue, error) {
+		b.Fatal("loader called on a hit")
+		return benchValue{}, nil
+	}
+	for e.Stats().LocalHits == 0 { // the first Get fills the near cache
+		if _, err := e.Get(ctx, "42", load); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		v, err := e.Get(ctx, "42", load)
+		if err != nil || v.ID != 42 {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+// BenchmarkEntity_GetMany_hit: GetMany of 10 warm keys (one MGET), with
+// and without a near cache (whose hits make no round trip).
+func BenchmarkEntity_GetMany_hit(b *testing.B) {
+	for _, near := range []bool{false, true} {
+		name := "redis"
+		if near {
+			name = "local"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := testcontainers.Redis(b)
+			c := newCache(b, r.NewClient(b), r.Namespace, nil)
+			p := Policy{TTL: time.Hour}
+			if near {
+				p.Local = &LocalPolicy{TTL: time.Hour}
+			}
+			e := newEntity[benchValue](b, c, "bench", p)
+			ctx := context.Background()
+			if err := c.WaitLocal(ctx); err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, 10)
+			for i := range ids {
+				ids[i] = strconv.Itoa(i + 1)
+				if err := e.Set(ctx, ids[i], benchRow); err != nil {
+					b.Fatal(err)
+				}
+			}
+			load := func(ctx context.Context, ids []string) (map[string]benchValue, error) {
+				b.Fatal("loader called on a hit")
+				return nil, nil
+			}
+			for near && e.Stats().LocalHits < uint64(len(ids)) { // fill the near cache
+				if _, err := e.GetMany(ctx, ids, load); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				m, err := e.GetMany(ctx, ids, load)
+				if err != nil || len(m) != len(ids) {
+					b.Fatal(len(m), err)
+				}
+			}
+		})
 	}
 }
 

@@ -47,6 +47,47 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if load == nil {
 		return nil, errNilLoader
 	}
+	items, err := e.itemsOf(ids)
+	if err != nil {
+		return nil, err
+	}
+	g := e.gate()
+	held, items, tks, redis := g.passMany(out, items)
+	if len(held) > 0 { // their invalidations are pending
+		e.ctr.inc(EventBypass)
+		if _, err := e.loadManyDirect(ctx, held, load, out); err != nil {
+			return nil, err
+		}
+	}
+	if len(items) == 0 {
+		return out, nil
+	}
+	if !redis { // recovery, or the breaker is open
+		e.ctr.inc(EventBypass)
+		return e.loadManyDirect(ctx, items, load, out)
+	}
+	raws, err := e.c.topo.MGet(ctx, keysOf(items))
+	if err = e.redisResult(ctx, err); err != nil {
+		if errors.Is(err, errFailOpen) {
+			return e.loadManyDirect(ctx, items, load, out)
+		}
+		return nil, err
+	}
+	miss, stales := e.serveMany(ctx, items, tks, raws, out, load)
+	miss, err = e.filterMany(ctx, miss)
+	if err != nil || len(miss) == 0 {
+		return out, err
+	}
+	if e.settling() { // see settle.go: load, uncached
+		e.ctr.inc(EventBypass)
+		return e.loadManyDirect(ctx, miss, load, out)
+	}
+	return e.rebuildMany(ctx, miss, stales, load, out)
+}
+
+// itemsOf returns the items of ids, each id once: an invalid id fails the
+// whole read before any other work.
+func (e *Entity[T]) itemsOf(ids []string) ([]item, error) {
 	items := make([]item, 0, len(ids))
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
@@ -60,39 +101,19 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 		}
 		items = append(items, item{id: id, key: key})
 	}
-	if e.c.rec.bypass() { // see RecoveryGate
-		e.ctr.inc(EventBypass)
-		return e.loadManyDirect(ctx, items, load, out)
-	}
-	if held := e.c.retry.split(&items); len(held) > 0 {
-		// Invalidations of these are pending (see retrier.holds).
-		e.ctr.inc(EventBypass)
-		if _, err := e.loadManyDirect(ctx, held, load, out); err != nil {
-			return nil, err
-		}
-		if len(items) == 0 {
-			return out, nil
-		}
-	}
-	items, tks := e.local.getMany(out, items) // near cache: local answers, tickets for the rest
-	if len(items) == 0 {
-		return out, nil
-	}
-	if !e.c.br.Allow() {
-		e.ctr.inc(EventBypass)
-		return e.loadManyDirect(ctx, items, load, out)
-	}
-	raws, err := e.c.topo.MGet(ctx, keysOf(items))
-	if err = e.redisResult(ctx, err); err != nil {
-		if errors.Is(err, errFailOpen) {
-			return e.loadManyDirect(ctx, items, load, out)
-		}
-		return nil, err
-	}
+	return items, nil
+}
+
+// serveMany is what GetMany does with the entries of items, read from
+// Redis (raws, MGET's replies) under the near cache tickets tks (nil
+// without a near cache), one decide each: the values it serves go to out,
+// those due for a refresh are refreshed in the background, as one batch,
+// and the others are returned as misses, with the stale values (by id) a
+// failed load may serve within Grace.
+func (e *Entity[T]) serveMany(ctx context.Context, items []item, tks []ticket, raws []any, out map[string]T, load BatchLoader[T]) (miss []item, stales map[string]*stale[T]) {
 	now := e.now()
-	var miss, refresh []item
+	var refresh []item
 	var observed []string
-	stales := map[string]*stale[T]{}
 	for i, raw := range raws {
 		var b []byte
 		if s, ok := raw.(string); ok {
@@ -113,6 +134,9 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 			observed = append(observed, vw.hdr)
 		case rebuild:
 			if st := vw.stale(); st != nil {
+				if stales == nil {
+					stales = map[string]*stale[T]{}
+				}
 				stales[it.id] = st
 			}
 			miss = append(miss, it)
@@ -121,15 +145,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if len(refresh) > 0 {
 		e.refreshManyAsync(ctx, refresh, observed, load)
 	}
-	miss, err = e.filterMany(ctx, miss)
-	if err != nil || len(miss) == 0 {
-		return out, err
-	}
-	if e.settling() { // see settle.go: load, uncached
-		e.ctr.inc(EventBypass)
-		return e.loadManyDirect(ctx, miss, load, out)
-	}
-	return e.rebuildMany(ctx, miss, stales, load, out)
+	return miss, stales
 }
 
 // keysOf returns the entry keys of items.

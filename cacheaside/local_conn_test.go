@@ -100,7 +100,7 @@ func TestLocal_fillRefused(t *testing.T) {
 	key, _ := reader.Key("1")
 	old := user{ID: "1"}
 	far := time.Now().Add(time.Hour).UnixMilli()
-	kept := func() bool { _, ok, _ := reader.local.get(reader.local.id(key)); return ok }
+	kept := func() bool { var v user; ok, _ := reader.local.get(reader.local.id(key), &v); return ok }
 
 	tk := reader.local.ticket(key)
 	invs := reader.Stats().LocalInvalidations

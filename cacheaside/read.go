@@ -20,13 +20,13 @@ import (
 // this process share such loads by group commit (a Get never takes the
 // result of a load that began before it). Every wait honours ctx.
 //
-// A hit is five functions: Get; commitGroup.do (coalesce.go), which
+// A hit is the gate (gate.go: the checks before Redis, shared with
+// GetMany), then four functions: commitGroup.do (coalesce.go), which
 // shares the GET with the concurrent Gets of id in this process by group
 // commit; fetch, the GET itself (below); classifyFetched (classify.go),
 // what the entry holds; and decide (below), what the read does with it.
-// Beside them are leaf calls only: escapeID, the near cache (e.local,
-// local.go), the breaker and redisResult (failopen.go), the counters. A
-// miss goes on in rebuild.go.
+// Beside them are leaf calls only: escapeID, redisResult (failopen.go),
+// the counters. A miss goes on in rebuild.go.
 func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
 	var zero T
 	esc, err := escapeID(id)
@@ -36,28 +36,22 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 	if load == nil {
 		return zero, errNilLoader
 	}
-	if e.c.rec.bypass() {
-		// Redis failed, and the writes made meanwhile may not all be
-		// applied yet (see RecoveryGate): load, uncached.
-		e.ctr.inc(EventBypass)
-		return e.failOpen(ctx, request[T]{item: item{id: id}, load: load})
-	}
-	if v, ok, err := e.local.get(esc); ok { // near cache: a local answer, no key built
-		return v, err
-	}
-	key := e.prefix + esc + "}"
+	var key string // built by the gate, when needed
 	for attempt := 0; ; attempt++ {
-		if !e.c.br.Allow() || e.c.retry.holds(key) {
-			// Redis is down, or may still hold what an invalidation of key
-			// that failed must remove: load, uncached.
-			e.ctr.inc(EventBypass)
-			return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
+		g := e.gate()
+		via, tk, err := g.pass(&key, esc)
+		if via == toLocal {
+			return g.v, err
 		}
-		tk := e.local.ticket(key) // near cache: before the read that may fill it
+		r := request[T]{item: item{id: id, key: key}, load: load}
+		if via != toRedis { // toHeld, toLoader
+			e.ctr.inc(EventBypass)
+			return e.failOpen(ctx, r)
+		}
 		f, err := e.reads.do(ctx, key, e.getEntry)
 		if err = e.redisResult(ctx, err); err != nil {
 			if errors.Is(err, errFailOpen) {
-				return e.failOpen(ctx, request[T]{item: item{id: id, key: key}, load: load})
+				return e.failOpen(ctx, r)
 			}
 			return zero, err
 		}
@@ -68,7 +62,6 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 		case serveNull:
 			return zero, ErrNotFound
 		case serveAndRefresh:
-			r := request[T]{item: item{id: id, key: key}, load: load}
 			if vw.state == stateDue {
 				return e.earlyRefresh(ctx, r, vw.v, vw.hdr), nil
 			}
@@ -76,8 +69,9 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 			return vw.v, nil
 		}
 		// A caller that joined a shared load too late to be covered by its
-		// validation starts over; the last attempt loads on its own.
-		r := request[T]{item: item{id: id, key: key}, load: load, stale: vw.stale(), share: attempt < maxJoinAttempts}
+		// validation starts over, through the gate; the last attempt loads
+		// on its own.
+		r.stale, r.share = vw.stale(), attempt < maxJoinAttempts
 		v, retry, err := e.miss(ctx, r)
 		if errors.Is(err, errFailOpen) {
 			return e.failOpen(ctx, r)

@@ -60,37 +60,20 @@ type retrier struct {
 	ignore bool
 }
 
+// idle reports whether no invalidation is pending, so that no key is
+// held: one atomic load.
+func (r *retrier) idle() bool { return r.n.Load() == 0 || r.ignore }
+
 // holds reports whether key's invalidation is pending. It costs one
-// atomic load while nothing is.
+// atomic load while nothing is (see idle).
 func (r *retrier) holds(key string) bool {
-	if r.n.Load() == 0 || r.ignore {
+	if r.idle() {
 		return false
 	}
 	r.mu.Lock()
 	_, ok := r.pending[key]
 	r.mu.Unlock()
 	return ok
-}
-
-// split moves the items of *items whose invalidation is pending to held.
-func (r *retrier) split(items *[]item) (held []item) {
-	if r.n.Load() == 0 || r.ignore {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	keep := (*items)[:0:0]
-	for _, it := range *items {
-		if _, ok := r.pending[it.key]; ok {
-			held = append(held, it)
-		} else {
-			keep = append(keep, it)
-		}
-	}
-	if len(held) > 0 {
-		*items = keep
-	}
-	return held
 }
 
 // wake makes a sleeping loop try at once.

@@ -36,12 +36,14 @@ func (b *Breaker) now() int64 {
 }
 
 // Allow reports whether a Redis call may be made. It is one atomic load
-// while the breaker is closed.
+// while the breaker is closed (and small enough to be inlined).
 func (b *Breaker) Allow() bool {
 	u := b.openUntil.Load()
-	if u == 0 {
-		return true
-	}
+	return u == 0 || b.allowOpen(u)
+}
+
+// allowOpen is Allow while the breaker is open until u.
+func (b *Breaker) allowOpen(u int64) bool {
 	now := b.now()
 	if now < u {
 		return false
@@ -51,8 +53,15 @@ func (b *Breaker) Allow() bool {
 }
 
 // Success records a call that Redis answered; it closes the breaker. Two
-// atomic loads when nothing failed.
+// atomic loads when nothing failed (and small enough to be inlined).
 func (b *Breaker) Success() {
+	if b.fails.Load()|b.openUntil.Load() != 0 {
+		b.recovered()
+	}
+}
+
+// recovered is Success after failures.
+func (b *Breaker) recovered() {
 	back := false
 	if b.fails.Load() != 0 {
 		b.fails.Store(0)

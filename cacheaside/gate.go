@@ -1,0 +1,111 @@
+package cacheaside
+
+// A read (Get, GetMany) sends each of its ids through one gate before it
+// asks Redis for them. The checks, in this order:
+//
+//  1. Recovery (recovery.go): while a recovery gate holds reads, every id
+//     goes to the loader, uncached; the near cache is skipped too.
+//  2. Pending invalidation (retry.go): an id whose invalidation waits for
+//     the retrier goes to the loader, uncached. Redis may still hold what
+//     the invalidation must remove, and so may a near cache filled from it
+//     by a read that raced the failed invalidation.
+//  3. Near cache (local.go): an id it holds is answered there.
+//  4. Breaker: while Redis is known down, the ids left go to the loader,
+//     uncached. It is asked once per read, and only when an id gets this
+//     far: half-open, it lets one read through as its probe.
+//
+// The ids left go on to Redis, each with the near cache ticket taken
+// before the read that may fill it. What the reads do with the ids sent
+// to the loader is theirs: Get shares the load by group commit (failOpen),
+// GetMany loads them in one call (loadManyDirect); each counts one
+// EventBypass per load. A Redis call that fails after the gate falls open
+// the same way (redisResult).
+
+// route is where the gate sends one id of a read.
+type route uint8
+
+const (
+	toRedis  route = iota // on to Redis, under the ticket the gate took
+	toLocal               // answered by the near cache
+	toHeld                // to the loader: the id's invalidation is pending
+	toLoader              // to the loader: Redis is bypassed (recovery, breaker)
+)
+
+// readGate is one read's pass through the gate: the answers it asks once
+// per read (recovery, breaker), kept for the read's other ids.
+type readGate[T any] struct {
+	e          *Entity[T]
+	recovering bool // reads bypass the cache (see RecoveryGate)
+	asked      bool // the breaker was asked
+	down       bool // its answer: Redis is not to be called
+	v          T    // the near cache's value, when pass answered toLocal
+}
+
+// gate starts a read's pass through the gate.
+func (e *Entity[T]) gate() readGate[T] {
+	return readGate[T]{e: e, recovering: e.c.rec.bypass()}
+}
+
+// pass sends one id through the gate. key is the id's entry key; it may
+// be empty (Get's), and is then built from esc, the escaped id, only when
+// needed: a near cache hit builds none. esc may be empty when *key is set
+// (GetMany's). pass returns where the id goes: for toRedis, with the near
+// cache ticket to fill under (*key is then set); for toLocal, with the
+// near cache's answer: its value in g.v, or err = ErrNotFound.
+func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err error) {
+	e := g.e
+	if g.recovering {
+		return toLoader, tk, nil
+	}
+	if !e.c.retry.idle() && e.c.retry.holds(e.entryKey(key, esc)) {
+		return toHeld, tk, nil
+	}
+	if l := e.local; l != nil {
+		if esc == "" {
+			esc = l.id(*key)
+		}
+		if ok, err := l.get(esc, &g.v); ok {
+			return toLocal, tk, err
+		}
+	}
+	if !g.asked {
+		g.asked, g.down = true, !e.c.br.Allow()
+	}
+	if g.down {
+		return toLoader, tk, nil
+	}
+	k := e.entryKey(key, esc)
+	if e.local != nil {
+		tk = e.local.ticket(k)
+	}
+	return toRedis, tk, nil
+}
+
+// passMany sends the items of a read through the gate, reusing the
+// backing array of items. The near cache's answers go to out (an id it
+// knows absent is left out). It returns the items whose invalidation is
+// pending (held), the others (rest), with their tickets when the entity
+// has a near cache, and whether rest goes on to Redis; otherwise rest goes
+// to the loader.
+func (g *readGate[T]) passMany(out map[string]T, items []item) (held, rest []item, tks []ticket, redis bool) {
+	if g.e.local != nil {
+		tks = make([]ticket, 0, len(items))
+	}
+	rest = items[:0]
+	for _, it := range items {
+		switch via, tk, err := g.pass(&it.key, ""); via {
+		case toLocal:
+			if err == nil {
+				out[it.id] = g.v
+			}
+		case toHeld:
+			held = append(held, it)
+		default: // toRedis, toLoader: the same for every id of the read
+			rest = append(rest, it)
+			if tks != nil {
+				tks = append(tks, tk)
+			}
+		}
+	}
+	return held, rest, tks, !g.recovering && !g.down
+}
