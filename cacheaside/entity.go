@@ -47,18 +47,9 @@ type Entity[T any] struct {
 // their documented defaults). name is escaped into every key; it may not
 // be empty.
 func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil Cache", ErrInvalid)
-	}
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
-	}
-	esc, err := keys.Escape(name)
+	esc, err := escapedName(c, "entity name", name)
 	if err != nil {
-		return nil, fmt.Errorf("cacheaside: entity name: %w: %w", ErrInvalidID, err)
+		return nil, err
 	}
 	p, err = p.withDefaults()
 	if err != nil {
@@ -127,4 +118,23 @@ var errNilLoader = errors.New("cacheaside: nil loader")
 // ms converts d to whole milliseconds, at least 1.
 func ms(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
+}
+
+// escapedName checks that c is an open Cache and returns name escaped for
+// its keys; what names the name in errors ("entity name").
+func escapedName(c *Cache, what, name string) (string, error) {
+	if c == nil {
+		return "", fmt.Errorf("%w: nil Cache", ErrInvalid)
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return "", ErrClosed
+	}
+	esc, err := keys.Escape(name)
+	if err != nil {
+		return "", fmt.Errorf("cacheaside: %s: %w: %w", what, ErrInvalidID, err)
+	}
+	return esc, nil
 }

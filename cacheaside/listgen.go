@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // ListGenerationTTL is the lifetime of a list generation key, renewed by
@@ -101,18 +99,9 @@ func (g Generation) Exact() string {
 // "items.gen.by_grp" is at "ak:{items.gen.by_grp:<id>}"); it may not be
 // empty.
 func NewListGenerations(c *Cache, name string) (*ListGenerations, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil Cache", ErrInvalid)
-	}
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
-	}
-	esc, err := keys.Escape(name)
+	esc, err := escapedName(c, "list generations name", name)
 	if err != nil {
-		return nil, fmt.Errorf("cacheaside: list generations name: %w: %w", ErrInvalidID, err)
+		return nil, err
 	}
 	return &ListGenerations{
 		c:      c,
