@@ -68,7 +68,8 @@ func pgCred(dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// startPGServer runs initdb and then the server, as startPostgresBinary.
+// startPGServer makes a data directory (initDataDir) and then runs the
+// server, as startPostgresBinary.
 func startPGServer(extra ...string) (*binServer, error) {
 	initdb, err := findPGBinary("initdb")
 	if err != nil {
@@ -84,11 +85,9 @@ func startPGServer(extra ...string) (*binServer, error) {
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
-	cmd := exec.Command(initdb, "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if err := initDataDir(initdb, data, cred); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %w: %s", err, out)
+		return nil, err
 	}
 	s, err := runPGServer(dir, cred, extra...)
 	if err != nil {
