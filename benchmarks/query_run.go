@@ -260,10 +260,13 @@ func (qw *queryWorker) remove(id int64) {
 	delete(qw.cat, id)
 }
 
-// run lists and writes until deadline.
+// run lists and writes until deadline, and past it until the worker has
+// made at least one write and one read of a checked category: on a
+// starved machine a short run could otherwise end with none, and show
+// nothing of what the scenario measures.
 func (qw *queryWorker) run(ctx context.Context, db *gorm.DB, p QueryParams, v queryVariant, pr *queryProc, dbReads *atomic.Int64, lat *latencies, deadline time.Time) error {
 	rctx := withListCounter(ctx, dbReads)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) || qw.writes == 0 || len(qw.reads) == 0 {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
