@@ -100,9 +100,16 @@ func Open(ctx context.Context, cfg Config) (svc *Service, err error) {
 	}
 	s.closers = append(s.closers, kit.Close)
 	s.cache = kit.Cache()
+	// A filter sized for a million products (1.2 MB of bits). miniredis
+	// copies a key's whole string on every SETBIT, so the embedded backend
+	// gets one sized for what it holds: a demo's few thousand.
+	capacity := int64(1_000_000)
+	if cfg.RedisAddr == "" {
+		capacity = 10_000
+	}
 	s.products, err = repo.New[Product, string](s.db, kit.Cache(), &repo.Options{
 		Policy: cacheaside.Policy{TTL: 10 * time.Minute, Strategy: cacheaside.Mutex},
-		Filter: kit.FilterOptions(&bloom.Options{Capacity: 1_000_000, FalsePositiveRate: 0.01}),
+		Filter: kit.FilterOptions(&bloom.Options{Capacity: capacity, FalsePositiveRate: 0.01}),
 	})
 	if err != nil {
 		return nil, err
