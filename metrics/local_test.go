@@ -50,6 +50,9 @@ func TestLocalCollector_matchesStats(t *testing.T) {
 		{"asidekit_local_misses_total", s.LocalMisses},
 		{"asidekit_local_evictions_total", s.LocalEvictions},
 		{"asidekit_local_flushes_total", s.LocalFlushes},
+		{"asidekit_local_promotions_total", s.HotPromotions},
+		{"asidekit_local_demotions_total", s.HotDemotions},
+		{"asidekit_local_bytes", s.LocalBytes},
 	} {
 		if got := gather(t, reg, m.name, "entity", "user").value; got != float64(m.want) {
 			t.Errorf("%s = %v, Stats says %d", m.name, got, m.want)
