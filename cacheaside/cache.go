@@ -129,10 +129,10 @@ type Cache struct {
 	rec          recovery // recovery gates; see RecoveryGate
 	settle       settle   // settle window and epoch marker; see Options.SettleWindow
 	localMode    LocalInvalidation
-	hotKeys      *HotKeyPolicy // Options.HotKeys with defaults; nil = off
+	hotKeys      *HotKeyPolicy    // Options.HotKeys with defaults; nil = off
 	traceFeed    func(key string) // test hook: every key of the invalidation feeds, set before the first near cache
-	acks         acks           // Options.ReplicaAcks; zero = off
-	nodeOpt      *redis.Options // a standalone client's options, copied by New (see startFeeds)
+	acks         acks             // Options.ReplicaAcks; zero = off
+	nodeOpt      *redis.Options   // a standalone client's options, copied by New (see startFeeds)
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
