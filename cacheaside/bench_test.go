@@ -222,3 +222,44 @@ func BenchmarkCoalesceReads(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(h.gets.Load())/float64(b.N), "GETs/read")
 }
+
+// BenchmarkEntity_Get_hotKeys: Get with Options.HotKeys on, for a key
+// that never promotes (MinReads out of reach: the tier's miss, the ticket
+// and the sampled count on top of a Redis hit) and for one that did (an
+// automatic near cache hit).
+func BenchmarkEntity_Get_hotKeys(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		minReads int
+	}{{"cold", 1 << 30}, {"promoted", 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := testcontainers.Redis(b)
+			c := newCache(b, r.NewClient(b), r.Namespace, &Options{HotKeys: &HotKeyPolicy{MinReads: bc.minReads, Sample: 1, TTL: time.Hour}})
+			e := newEntity[benchValue](b, c, "bench", Policy{TTL: time.Hour})
+			ctx := context.Background()
+			if err := c.WaitLocal(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Set(ctx, "42", benchRow); err != nil {
+				b.Fatal(err)
+			}
+			load := func(ctx context.Context, id string) (benchValue, error) {
+				b.Fatal("loader called on a hit")
+				return benchValue{}, nil
+			}
+			for i := 0; bc.minReads == 1 && e.Stats().LocalHits == 0; i++ { // promote it
+				if _, err := e.Get(ctx, "42", load); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				v, err := e.Get(ctx, "42", load)
+				if err != nil || v.ID != 42 {
+					b.Fatal(v, err)
+				}
+			}
+		})
+	}
+}

@@ -46,8 +46,22 @@ type Options struct {
 	WriteTimeout time.Duration
 
 	// LocalInvalidation is how the near caches of entities with a
-	// Policy.Local learn of changes. Default LocalTracking.
+	// Policy.Local (and the automatic near caches of HotKeys) learn of
+	// changes. Default LocalTracking.
 	LocalInvalidation LocalInvalidation
+
+	// HotKeys, when set, gives every entity with no Policy.Local an
+	// automatic near cache of its hot keys: a key read often enough in
+	// this process is served from an in-process tier, invalidated as a
+	// Policy.Local near cache is, and demoted when it cools; see
+	// HotKeyPolicy. A Policy.Local, where set, wins. Default nil: off.
+	// It is off by default because a near cache trades the cross-process
+	// promise for a bounded one: a read in another process may see the
+	// old value for as long as the invalidation takes to reach it (see
+	// the package doc), and every process then receives the changes of
+	// every entry of the namespace. Needs a *redis.Client or
+	// *redis.ClusterClient (ErrLocalUnsupported otherwise).
+	HotKeys *HotKeyPolicy
 
 	// ReplicaAcks is how many replicas must confirm an invalidation
 	// (Invalidate, Set, their background retries, and the bumps and patches
@@ -115,8 +129,10 @@ type Cache struct {
 	rec          recovery // recovery gates; see RecoveryGate
 	settle       settle   // settle window and epoch marker; see Options.SettleWindow
 	localMode    LocalInvalidation
-	acks         acks           // Options.ReplicaAcks; zero = off
-	nodeOpt      *redis.Options // a standalone client's options, copied by New (see startFeeds)
+	hotKeys      *HotKeyPolicy    // Options.HotKeys with defaults; nil = off
+	traceFeed    func(key string) // test hook: every key of the invalidation feeds, set before the first near cache
+	acks         acks             // Options.ReplicaAcks; zero = off
+	nodeOpt      *redis.Options   // a standalone client's options, copied by New (see startFeeds)
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -155,6 +171,17 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 	if o.LocalInvalidation != LocalTracking && o.LocalInvalidation != LocalBroadcast {
 		return nil, fmt.Errorf("%w: unknown LocalInvalidation %d", ErrInvalid, o.LocalInvalidation)
 	}
+	var hot *HotKeyPolicy
+	if o.HotKeys != nil {
+		hp, err := o.HotKeys.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if topology.Of(client).Kind() == topology.Unsupported {
+			return nil, ErrLocalUnsupported
+		}
+		hot = &hp
+	}
 	ak, err := newAcks(client, o.ReplicaAcks, o.ReplicaAckTimeout)
 	if err != nil {
 		return nil, err
@@ -171,6 +198,7 @@ func New(client redis.UniversalClient, opts *Options) (*Cache, error) {
 		channel:      ns + ":ready",
 		recheck:      defaultRecheck,
 		localMode:    o.LocalInvalidation,
+		hotKeys:      hot,
 	}
 	c.br = breaker.Breaker{Threshold: int64(o.BreakerThreshold), Cooldown: o.BreakerCooldown}
 	if o.SettleWindow == 0 {

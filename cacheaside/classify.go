@@ -26,6 +26,7 @@ type view[T any] struct {
 	expiry int64  // logical expiry, Unix ms
 	hdr    string // the entry's header, for stateDue and stateStale: a refresh's observed state
 	found  bool   // v holds a decoded value
+	size   int    // the entry's length in Redis (a near cache entry's weight)
 }
 
 // now returns the time for classify: the Unix ms clock when the Policy
@@ -57,7 +58,7 @@ func (e *Entity[T]) classifyFetched(f fetched[T], now int64) view[T] {
 	if err != nil {
 		return view[T]{state: stateCorrupt}
 	}
-	vw := view[T]{expiry: h.expiry}
+	vw := view[T]{expiry: h.expiry, size: len(b)}
 	fresh := now == 0 || now < h.expiry
 	if h.null {
 		vw.state = stateExpired

@@ -40,7 +40,7 @@ type Entity[T any] struct {
 	direct     commitGroup[T] // fail-open loads
 	refreshing sync.Map       // id -> struct{}: refreshes running in this process
 
-	local *localTier[T] // near cache: nil when Policy.Local is nil
+	local *localTier[T] // near cache: Policy.Local's, or the automatic one of Options.HotKeys; nil for neither
 }
 
 // NewEntity returns the entity name of c with Policy p (zero fields take
@@ -82,7 +82,11 @@ func (e *Entity[T]) Name() string { return e.name }
 func (e *Entity[T]) Policy() Policy { return e.p }
 
 // Stats returns a snapshot of the entity's counters.
-func (e *Entity[T]) Stats() Stats { return e.ctr.snapshot() }
+func (e *Entity[T]) Stats() Stats {
+	s := e.ctr.snapshot()
+	s.LocalBytes = e.local.localBytes()
+	return s
+}
 
 // Key returns the Redis key of id's entry, e.g. "ak:{user:42}".
 func (e *Entity[T]) Key(id string) (string, error) { return e.key(id) }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/maypok86/otter/v2"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // LocalPolicy configures an entity's near cache: an in-process tier in
@@ -78,7 +80,10 @@ type localTier[T any] struct {
 	ctr   *counters
 	store *otter.Cache[string, localEntry[T]] // by escaped id: see id
 	seed  maphash.Seed
-	skip  int // length of the entity's key prefix, "<ns>:{<name>:"
+	skip  int      // length of the entity's key prefix, "<ns>:{<name>:"
+	hot   *hotness // the automatic near cache's admission (Options.HotKeys); nil: a Policy.Local tier, which keeps every key
+
+	scanning atomic.Bool // a demotion pass runs (hot tiers)
 
 	stripes [localStripes]struct {
 		mu  sync.Mutex    // serializes fills and drops of the stripe's keys
@@ -90,6 +95,7 @@ type localTier[T any] struct {
 type localEntry[T any] struct {
 	v        T
 	null     bool
+	size     int32 // the Redis entry's length: the weight of a hot tier's entry
 	deadline int64 // Unix nanoseconds
 }
 
@@ -100,16 +106,20 @@ type ticket struct {
 	stripe uint32
 }
 
-// newLocalTier returns the tier of an entity named esc (escaped), or nil
-// when p is nil (no near cache).
+// newLocalTier returns the tier of an entity named esc (escaped): the
+// Policy.Local near cache p, or when p is nil the automatic near cache of
+// hot keys (Options.HotKeys), or nil for neither.
 func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*localTier[T], error) {
-	if p == nil {
+	hp := c.hotKeys
+	if p == nil && hp == nil {
 		return nil, nil
 	}
-	lp := *p // defaults filled in by Policy.withDefaults
+	var lp LocalPolicy
+	if p != nil {
+		lp = *p // defaults filled in by Policy.withDefaults
+	}
 	l := &localTier[T]{p: lp, ctr: ctr, seed: maphash.MakeSeed(), skip: len(c.ns) + len(":{") + len(esc) + len(":")}
-	var err error
-	l.store, err = otter.New(&otter.Options[string, localEntry[T]]{
+	o := &otter.Options[string, localEntry[T]]{
 		MaximumSize: lp.MaxEntries,
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, localEntry[T]]) time.Duration {
 			return time.Duration(e.Value.deadline - time.Now().UnixNano())
@@ -119,7 +129,28 @@ func newLocalTier[T any](c *Cache, esc string, p *LocalPolicy, ctr *counters) (*
 				ctr.inc(EventLocalEviction)
 			}
 		},
-	})
+	}
+	if p == nil { // the automatic near cache
+		l.hot = newHotness(*hp)
+		l.hot.scan = l.demoteCooled
+		l.p = LocalPolicy{TTL: hp.TTL}
+		o.MaximumSize = 0
+		o.MaximumWeight = uint64(hp.Budget - l.hot.sk.bytes())
+		o.Weigher = func(id string, e localEntry[T]) uint32 {
+			return uint32(len(id)) + uint32(e.size) + hotEntryOverhead
+		}
+		o.OnDeletion = func(e otter.DeletionEvent[string, localEntry[T]]) {
+			switch e.Cause {
+			case otter.CauseOverflow:
+				ctr.inc(EventLocalEviction)
+				ctr.inc(EventHotDemotion)
+			case otter.CauseExpiration:
+				ctr.inc(EventHotDemotion)
+			}
+		}
+	}
+	var err error
+	l.store, err = otter.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("cacheaside: local tier: %w", err)
 	}
@@ -155,6 +186,9 @@ func (l *localTier[T]) get(esc string, v *T) (ok bool, err error) {
 		return false, nil
 	}
 	l.ctr.inc(EventLocalHit)
+	if l.hot != nil { // still read: it stays hot
+		l.hot.read(maphash.String(l.seed, esc))
+	}
 	if e.null {
 		return true, ErrNotFound
 	}
@@ -168,15 +202,20 @@ func (l *localTier[T]) ticket(key string) ticket {
 	if l == nil {
 		return ticket{}
 	}
-	s := uint32(maphash.String(l.seed, l.id(key)) % localStripes)
+	h := maphash.String(l.seed, l.id(key))
+	if l.hot != nil {
+		l.hot.read(h)
+	}
+	s := uint32(h % localStripes)
 	return ticket{epoch: l.feed.epoch.Load(), gen: l.stripes[s].gen.Load(), stripe: s}
 }
 
-// put keeps v, read from Redis under t, until the earlier of now + TTL and
-// the Redis entry's logical expiry (Unix ms).
-func (l *localTier[T]) put(t ticket, key string, v T, expiry int64) {
+// put keeps vw's value, read from Redis under t, until the earlier of
+// now + TTL and the Redis entry's logical expiry. A hot tier keeps it
+// only if its key is hot.
+func (l *localTier[T]) put(t ticket, key string, vw *view[T]) {
 	if l != nil {
-		l.fill(t, key, localEntry[T]{v: v}, l.p.TTL, expiry)
+		l.fill(t, key, localEntry[T]{v: vw.v, size: int32(min(vw.size, 1<<30))}, l.p.TTL, vw.expiry)
 	}
 }
 
@@ -196,10 +235,16 @@ func (l *localTier[T]) fill(t ticket, key string, e localEntry[T], ttl time.Dura
 	if e.deadline <= now {
 		return
 	}
+	id := l.id(key)
+	if l.hot != nil && !l.hot.hot(maphash.String(l.seed, id)) {
+		return
+	}
 	s := &l.stripes[t.stripe]
 	s.mu.Lock()
 	if l.feed.epoch.Load() == t.epoch && s.gen.Load() == t.gen {
-		l.store.Set(l.id(key), e)
+		if _, added := l.store.Set(id, e); added && l.hot != nil {
+			l.ctr.inc(EventHotPromotion)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -218,6 +263,9 @@ func (l *localTier[T]) drop(key string) {
 // invalidated is the feed's report of a change of key.
 func (l *localTier[T]) invalidated(key string) {
 	l.ctr.inc(EventLocalInvalidation)
+	if l.hot != nil && testswitch.HotKeyInvalidationOff.Load() {
+		return
+	}
 	l.drop(key)
 }
 
@@ -260,4 +308,46 @@ func (l *localTier[T]) wrotePending(ctx context.Context, todo []pending) {
 		keys[i] = p.key
 	}
 	l.wrote(ctx, keys...)
+}
+
+// hotEntryOverhead is what a hot tier's entry is reckoned to weigh beyond
+// its id and encoded value: otter's node (with its expiry links) and the
+// entry's own fields.
+const hotEntryOverhead = 128
+
+// demoteCooled starts, in the background, a pass that demotes the
+// promoted keys whose estimate fell (the sketch was just halved). One
+// pass at a time; a halving during a pass starts none.
+func (l *localTier[T]) demoteCooled() {
+	if !l.scanning.CompareAndSwap(false, true) {
+		return
+	}
+	if !l.feed.c.goBackground(func() {
+		defer l.scanning.Store(false)
+		var cold []string
+		for id := range l.store.Keys() {
+			if l.hot.cooled(maphash.String(l.seed, id)) {
+				cold = append(cold, id)
+			}
+		}
+		for _, id := range cold {
+			s := &l.stripes[maphash.String(l.seed, id)%localStripes]
+			s.mu.Lock()
+			if _, ok := l.store.Invalidate(id); ok {
+				l.ctr.inc(EventHotDemotion)
+			}
+			s.mu.Unlock()
+		}
+	}) {
+		l.scanning.Store(false)
+	}
+}
+
+// localBytes is the estimated weight of a hot tier's entries (0 for a
+// Policy.Local tier, which counts entries, not bytes).
+func (l *localTier[T]) localBytes() uint64 {
+	if l == nil || l.hot == nil {
+		return 0
+	}
+	return l.store.WeightedSize()
 }

@@ -108,7 +108,7 @@ func TestLocal_fillRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalInvalidations > invs })
-	if reader.local.put(tk, key, old, far); kept() {
+	if reader.local.put(tk, key, &view[user]{v: old, expiry: far}); kept() {
 		t.Fatal("a fill ticketed before an invalidation was kept")
 	}
 
@@ -117,11 +117,11 @@ func TestLocal_fillRefused(t *testing.T) {
 	killNear(t, r.Client, r.Namespace)
 	waitFor(t, 10*time.Second, func() bool { return reader.Stats().LocalFlushes > flushes })
 	waitLocal(t, rc)
-	if reader.local.put(tk, key, old, far); kept() {
+	if reader.local.put(tk, key, &view[user]{v: old, expiry: far}); kept() {
 		t.Fatal("a fill ticketed before a connection loss was kept")
 	}
 
-	if reader.local.put(reader.local.ticket(key), key, old, far); !kept() {
+	if reader.local.put(reader.local.ticket(key), key, &view[user]{v: old, expiry: far}); !kept() {
 		t.Fatal("a fill with a current ticket was refused")
 	}
 }

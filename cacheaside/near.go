@@ -173,6 +173,9 @@ func (n *near) flushLocked() {
 
 // dispatch routes the key of a changed entry to its entity's tier.
 func (n *near) dispatch(key string) {
+	if n.c.traceFeed != nil {
+		n.c.traceFeed(key)
+	}
 	rest, ok := strings.CutPrefix(key, n.c.ns+":{")
 	if !ok || !strings.HasSuffix(rest, "}") { // not an entry (a lease, a version)
 		return

@@ -119,11 +119,11 @@ func (e *Entity[T]) decide(ctx context.Context, tk ticket, key string, vw *view[
 	switch vw.state {
 	case stateFresh:
 		e.ctr.inc(EventHit)
-		e.local.put(tk, key, vw.v, vw.expiry) // near cache
+		e.local.put(tk, key, vw) // near cache
 		return serveValue
 	case stateDue:
 		e.ctr.inc(EventHit)
-		e.local.put(tk, key, vw.v, vw.expiry) // near cache
+		e.local.put(tk, key, vw) // near cache
 		return serveAndRefresh
 	case stateStale:
 		e.ctr.inc(EventStaleServed)

@@ -80,6 +80,16 @@ const (
 	// beyond the first is explained by one of these; a lease found lost
 	// before the load, or that lapsed with nobody taking it, costs none.
 	EventLeaseLost
+	// EventHotPromotion: a hot key's value entered the automatic near
+	// cache (Options.HotKeys): read from Redis while the key's estimated
+	// reads reached HotKeyPolicy.MinReads. A key promoted again after an
+	// invalidation or a demotion counts again.
+	EventHotPromotion
+	// EventHotDemotion: a promoted value left the automatic near cache for
+	// another reason than a change of its entry (an invalidation, a write,
+	// a flush): its key cooled, its local life ended, or the budget needed
+	// its room (then it also counts as EventLocalEviction).
+	EventHotDemotion
 
 	numEvents
 )
@@ -90,7 +100,7 @@ var eventNames = [numEvents]string{
 	"decode_error", "cache_error", "overloaded", "bypass",
 	"invalidation_deferred", "invalidation_retry",
 	"local_hit", "local_miss", "local_eviction", "local_invalidation", "local_flush",
-	"lease_lost",
+	"lease_lost", "hot_promotion", "hot_demotion",
 }
 
 // String returns a snake_case name such as "null_hit", fit for a metric
@@ -132,6 +142,11 @@ type Stats struct {
 	// invalidations received and flushes.
 	LocalHits, LocalMisses, LocalEvictions uint64
 	LocalInvalidations, LocalFlushes       uint64
+	// The automatic near cache (Options.HotKeys): promotions and
+	// demotions of hot keys, and LocalBytes, the estimated weight of the
+	// values it holds now (a gauge; 0 for a Policy.Local near cache).
+	HotPromotions, HotDemotions uint64
+	LocalBytes                  uint64
 	// LeasesLost counts rebuild leases found lapsed (or deleted) while
 	// their holder still meant to load or store (EventLeaseLost).
 	LeasesLost uint64
@@ -147,6 +162,17 @@ type Stats struct {
 	// and write-through stores skipped because the Cache was in its
 	// settle window (see Options.SettleWindow).
 	Settled uint64
+}
+
+// LocalHitRatio is the share of the reads that asked a near cache (a
+// Policy.Local or an automatic one) that it answered: LocalHits over
+// LocalHits + LocalMisses; 0 before any.
+func (s Stats) LocalHitRatio() float64 {
+	n := s.LocalHits + s.LocalMisses
+	if n == 0 {
+		return 0
+	}
+	return float64(s.LocalHits) / float64(n)
 }
 
 // MeanLoadTime is LoadTime divided by the number of loader calls.
@@ -200,6 +226,7 @@ func (c *counters) snapshot() Stats {
 		InvalidationsDeferred: g(EventInvalidationDeferred), InvalidationRetries: g(EventInvalidationRetry),
 		LocalHits: g(EventLocalHit), LocalMisses: g(EventLocalMiss), LocalEvictions: g(EventLocalEviction),
 		LocalInvalidations: g(EventLocalInvalidation), LocalFlushes: g(EventLocalFlush),
+		HotPromotions: g(EventHotPromotion), HotDemotions: g(EventHotDemotion),
 		LeasesLost: g(EventLeaseLost), ReplicaAckShortfalls: c.shortfalls.Load(),
 		Settled: c.settled.Load(),
 	}

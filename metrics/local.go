@@ -16,7 +16,9 @@ type LocalStatser interface {
 // read at each scrape and exported as asidekit_local_*_total counters
 // with the constant label entity=name: hits, misses, evictions,
 // invalidations (received from Redis, or a broadcast) and flushes (the
-// near cache emptied because its invalidation connection was lost). A
+// near cache emptied because its invalidation connection was lost); for
+// the automatic near cache of hot keys (cacheaside.Options.HotKeys) also
+// promotions and demotions, and the gauge asidekit_local_bytes. A
 // CacheObserver counts the same events among the others
 // (event="local_hit", …); this collector is for a service that wants the
 // near cache's series alone, under their own names.
@@ -27,7 +29,7 @@ func NewLocalCollector(name string, src LocalStatser) prometheus.Collector {
 	if src == nil {
 		panic("metrics: NewLocalCollector with a nil source")
 	}
-	c := newSnapshotCollector("local", "entity", name, src.Stats)
+	c := &gaugedCollector[cacheaside.Stats]{snapshotCollector: newSnapshotCollector("local", "entity", name, src.Stats)}
 	desc := c.desc
 	c.counter(desc("hits_total", "Reads answered by the near cache (values and \"not found\")."),
 		func(s cacheaside.Stats) float64 { return float64(s.LocalHits) })
@@ -39,5 +41,11 @@ func NewLocalCollector(name string, src LocalStatser) prometheus.Collector {
 		func(s cacheaside.Stats) float64 { return float64(s.LocalInvalidations) })
 	c.counter(desc("flushes_total", "Times the near cache was emptied because its invalidation connection was lost."),
 		func(s cacheaside.Stats) float64 { return float64(s.LocalFlushes) })
+	c.counter(desc("promotions_total", "Hot keys' values kept by the automatic near cache (cacheaside.Options.HotKeys)."),
+		func(s cacheaside.Stats) float64 { return float64(s.HotPromotions) })
+	c.counter(desc("demotions_total", "Promoted values that left the automatic near cache: cooled, expired or evicted for its budget."),
+		func(s cacheaside.Stats) float64 { return float64(s.HotDemotions) })
+	c.gauge(desc("bytes", "Estimated bytes of the values the automatic near cache holds (0 for a Policy.Local near cache)."),
+		func(s cacheaside.Stats) float64 { return float64(s.LocalBytes) })
 	return c
 }

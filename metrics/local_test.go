@@ -50,6 +50,56 @@ func TestLocalCollector_matchesStats(t *testing.T) {
 		{"asidekit_local_misses_total", s.LocalMisses},
 		{"asidekit_local_evictions_total", s.LocalEvictions},
 		{"asidekit_local_flushes_total", s.LocalFlushes},
+		{"asidekit_local_promotions_total", s.HotPromotions},
+		{"asidekit_local_demotions_total", s.HotDemotions},
+		{"asidekit_local_bytes", s.LocalBytes},
+	} {
+		if got := gather(t, reg, m.name, "entity", "user").value; got != float64(m.want) {
+			t.Errorf("%s = %v, Stats says %d", m.name, got, m.want)
+		}
+	}
+}
+
+// The automatic near cache of hot keys: promotions, demotions and its
+// bytes, as Stats has them.
+func TestLocalCollector_hotKeys(t *testing.T) {
+	rn := testcontainers.Redis(t)
+	c, err := cacheaside.New(rn.Client, &cacheaside.Options{Namespace: rn.Namespace,
+		HotKeys: &cacheaside.HotKeyPolicy{MinReads: 1, Sample: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := cacheaside.NewEntity[string](c, "user", cacheaside.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry(t, metrics.NewLocalCollector("user", e))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitLocal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	for i := 0; e.Stats().LocalHits == 0; i++ { // miss+load, Redis hit (promotes), then a local hit
+		if i > 100 {
+			t.Fatalf("never promoted: %+v", e.Stats())
+		}
+		if _, err := e.Get(ctx, "1", load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.Stats()
+	if s.HotPromotions == 0 || s.LocalBytes == 0 {
+		t.Fatalf("stats: %+v", s)
+	}
+	for _, m := range []struct {
+		name string
+		want uint64
+	}{
+		{"asidekit_local_promotions_total", s.HotPromotions},
+		{"asidekit_local_demotions_total", s.HotDemotions},
+		{"asidekit_local_bytes", s.LocalBytes},
 	} {
 		if got := gather(t, reg, m.name, "entity", "user").value; got != float64(m.want) {
 			t.Errorf("%s = %v, Stats says %d", m.name, got, m.want)

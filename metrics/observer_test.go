@@ -43,6 +43,8 @@ func statsByEvent(s cacheaside.Stats) map[cacheaside.Event]uint64 {
 		cacheaside.EventLocalInvalidation:    s.LocalInvalidations,
 		cacheaside.EventLocalFlush:           s.LocalFlushes,
 		cacheaside.EventLeaseLost:            s.LeasesLost,
+		cacheaside.EventHotPromotion:         s.HotPromotions,
+		cacheaside.EventHotDemotion:          s.HotDemotions,
 	}
 }
 

@@ -1,0 +1,261 @@
+package cacheaside
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+const (
+	hotHistProcs   = 4
+	hotHistReaders = 4 // per process, besides one writer
+	hotHistIDs     = 48
+	hotHistRun     = 1500 * time.Millisecond
+	hotHistMin     = 50 // writes, promotions, demotions and local hits at least
+)
+
+// fences counts, per key, the fence writes a process's invalidation feed
+// has delivered. A write of the history below completes when every
+// process has delivered the fence written after it: Redis sends a node's
+// changes to a tracking connection in order, so each process has then
+// dispatched the write's invalidation too. That is the near cache's
+// promise across processes (the package doc): a read that begins once
+// the write's invalidation reached its process sees the write.
+type fences struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	seen map[string]int // guarded by mu
+	done bool           // guarded by mu: the run ended, nobody waits any more
+}
+
+func newFences() *fences {
+	f := &fences{seen: map[string]int{}}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+func (f *fences) trace(key string) {
+	if !strings.HasSuffix(key, ":fence") {
+		return
+	}
+	f.mu.Lock()
+	f.seen[key]++
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+func (f *fences) count(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[key]
+}
+
+// await waits until the fence key was delivered more than n times, or
+// the run ended (then it reports false).
+func (f *fences) await(key string, n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.seen[key] <= n && !f.done {
+		f.cond.Wait()
+	}
+	return f.seen[key] > n
+}
+
+// end releases every await.
+func (f *fences) end() {
+	f.mu.Lock()
+	f.done = true
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// skewedID picks one of hotHistIDs ids, the first few far more often.
+func skewedID() int {
+	u := rand.Float64()
+	return int(float64(hotHistIDs) * u * u * u * u)
+}
+
+// runHotHistory runs hotHistProcs processes whose Caches promote hot keys
+// (small budget, fast aging: keys are promoted and demoted all along) on a
+// skewed keyspace: readers (Get, GetMany) in each, and a writer in each
+// (the source of truth, then Invalidate or Set, then the fence: see
+// fences). It returns the reads older than a write that completed before
+// they began, and the processes' summed stats.
+func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace) ([]string, Stats, int, int) {
+	hp := HotKeyPolicy{Budget: minHotKeyBudget, MinReads: 4, Sample: 2, TTL: time.Minute}
+	ents := make([]*Entity[user], hotHistProcs)
+	feeds := make([]*fences, hotHistProcs)
+	for i := range ents {
+		c := newCache(t, r.NewClient(t), r.Namespace, &Options{HotKeys: &hp})
+		feeds[i] = newFences()
+		c.traceFeed = feeds[i].trace // before the feed starts (with the entity)
+		ents[i] = newEntity[user](t, c, "hot", Policy{TTL: time.Minute, Strategy: Mutex, LockTTL: time.Second})
+		waitLocal(t, c)
+	}
+	db := &historyDB{vers: make([]atomic.Int64, hotHistIDs)}
+	var locks [hotHistIDs]sync.Mutex // one write of an id at a time: its fence is its own
+	var h history
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	ctx := context.Background()
+	for _, e := range ents {
+		for range hotHistReaders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					hotHistRead(ctx, e, db, &h, report)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // a writer
+			defer wg.Done()
+			for !stop.Load() {
+				n := skewedID()
+				id := strconv.Itoa(n)
+				fence := e.prefix + id + "}:fence"
+				locks[n].Lock()
+				seen := make([]int, len(feeds))
+				for i, f := range feeds {
+					seen[i] = f.count(fence)
+				}
+				ver := db.vers[n].Add(1)
+				var err error
+				if rand.IntN(2) == 0 {
+					err = e.Invalidate(ctx, id)
+				} else {
+					err = e.Set(ctx, id, user{ID: id, Ver: int(ver)})
+				}
+				if err == nil {
+					err = e.c.client.Set(ctx, fence, ver, time.Minute).Err()
+				}
+				if err != nil {
+					locks[n].Unlock()
+					report(err)
+					return
+				}
+				for i, f := range feeds {
+					if !f.await(fence, seen[i]) {
+						locks[n].Unlock()
+						return
+					}
+				}
+				h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
+				locks[n].Unlock()
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // pacing, not synchronisation
+			}
+		}()
+	}
+	sum := func() Stats {
+		var s Stats
+		for _, e := range ents {
+			es := e.Stats()
+			s.LocalHits += es.LocalHits
+			s.LocalMisses += es.LocalMisses
+			s.HotPromotions += es.HotPromotions
+			s.HotDemotions += es.HotDemotions
+			s.LocalInvalidations += es.LocalInvalidations
+		}
+		return s
+	}
+	halt := func() {
+		stop.Store(true)
+		for _, f := range feeds {
+			f.end()
+		}
+		wg.Wait()
+	}
+	start := time.Now()
+	for {
+		s := sum()
+		if time.Since(start) >= hotHistRun && h.size() >= hotHistMin && s.HotPromotions >= hotHistMin &&
+			s.HotDemotions >= hotHistMin && s.LocalHits >= hotHistMin {
+			break
+		}
+		if time.Since(start) > 60*time.Second {
+			halt()
+			t.Fatalf("too little happened in a minute: %d writes, %+v", h.size(), s)
+		}
+		time.Sleep(20 * time.Millisecond) // the run itself, not a synchronisation
+	}
+	halt()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	return h.stale(hotHistIDs), sum(), len(h.reads), len(h.writes)
+}
+
+// hotHistRead is one Get or GetMany of skewed ids, recorded with the time
+// it began.
+func hotHistRead(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error)) {
+	start := time.Now()
+	if rand.IntN(4) > 0 {
+		n := skewedID()
+		u, err := e.Get(ctx, strconv.Itoa(n), db.load)
+		switch {
+		case err == nil:
+			h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
+		case !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout):
+			report(err)
+		}
+		return
+	}
+	ids := []string{strconv.Itoa(skewedID()), strconv.Itoa(skewedID()), strconv.Itoa(skewedID())}
+	got, err := e.GetMany(ctx, ids, db.loadMany)
+	if err != nil && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout) {
+		report(err)
+	}
+	for id, u := range got {
+		n, _ := strconv.Atoi(id)
+		h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
+	}
+}
+
+// Processes that promote their hot keys on their own never serve a read
+// older than a write whose invalidation reached them before the read
+// began, while keys are promoted, demoted (cooled, evicted for the
+// budget, expired), invalidated and written concurrently. With the
+// promoted keys' invalidation rule off
+// (testswitch.HotKeyInvalidationOff) the same run finds stale reads.
+func TestHotKeys_history(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
+		bad, s, reads, writes := runHotHistory(t, r)
+		t.Logf("%d reads, %d writes; local hits %d (ratio %.2f), promotions %d, demotions %d, invalidations %d; %d stale",
+			reads, writes, s.LocalHits, s.LocalHitRatio(), s.HotPromotions, s.HotDemotions, s.LocalInvalidations, len(bad))
+		if len(bad) > 0 {
+			t.Fatalf("%d stale reads, first: %s", len(bad), bad[0])
+		}
+	})
+}
+
+func TestHotKeys_history_ruleOff(t *testing.T) {
+	// Not parallel: the switch is global to the package.
+	r := testcontainers.Redis(t)
+	testswitch.HotKeyInvalidationOff.Store(true)
+	defer testswitch.HotKeyInvalidationOff.Store(false)
+	bad, s, reads, writes := runHotHistory(t, r)
+	t.Logf("rule off: %d reads, %d writes, promotions %d, demotions %d; %d stale", reads, writes, s.HotPromotions, s.HotDemotions, len(bad))
+	if len(bad) == 0 {
+		t.Fatal("no stale read with the promoted keys' invalidation off: the history test cannot see the rule")
+	}
+}
