@@ -29,18 +29,10 @@
 -- stored, 0 if it was deleted.
 local tok, verPX, pos = ARGV[1], ARGV[2], ARGV[3]
 local entry, entryPX, expect = ARGV[4], ARGV[5], ARGV[6]
--- The versions are read in one MGET and the entries deleted in one DEL:
--- on a batch, a command called from Lua costs more than its work, so a
--- batch of ids costs one SET per id and two commands per call.
-local verKeys, entryKeys = {}, {}
-for i = 1, #KEYS, 2 do
-  entryKeys[#entryKeys + 1] = KEYS[i]
-  verKeys[#verKeys + 1] = KEYS[i + 1]
-end
-local olds = redis.call('MGET', unpack(verKeys))
 local stored = 0
-for j = 1, #verKeys do
-  local old = olds[j]
+for i = 1, #KEYS, 2 do
+  local verKey = KEYS[i + 1]
+  local old = redis.call('GET', verKey)
   local n, at = 1, pos
   if old then
     -- The match goes through a local: on gopher-lua (miniredis) a failed
@@ -58,21 +50,13 @@ for j = 1, #verKeys do
   if at ~= '' then
     ver = ver .. '@' .. at
   end
-  redis.call('SET', verKeys[j], ver, 'PX', verPX)
-  if entry and not (expect and (old or '') ~= expect) then
-    redis.call('SET', entryKeys[j], entry, 'PX', entryPX)
+  redis.call('SET', verKey, ver, 'PX', verPX)
+  if not entry or (expect and (old or '') ~= expect) then
+    redis.call('DEL', KEYS[i])
+  else
+    redis.call('SET', KEYS[i], entry, 'PX', entryPX)
     stored = 1
-    entryKeys[j] = false
   end
-end
-local dels = {}
-for j = 1, #entryKeys do
-  if entryKeys[j] then
-    dels[#dels + 1] = entryKeys[j]
-  end
-end
-if #dels > 0 then
-  redis.call('DEL', unpack(dels))
 end
 if expect then
   return stored
