@@ -3,9 +3,7 @@ package cdc_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -233,75 +231,5 @@ func TestInvalidator_largeTransaction(t *testing.T) {
 	}
 	if s := inv.Stats(); s.Changes < 200 {
 		t.Errorf("stats = %+v", s)
-	}
-}
-
-// A transaction's batches are sent to Redis while the next is decoded,
-// but its position counts as applied only once every batch is done: when
-// it does (the hook just before), no row of it reads its old value, however
-// slowly the batches reach Redis.
-func TestInvalidator_largeTransaction_everyBatchBeforeApplied(t *testing.T) {
-	t.Parallel()
-	e := redisEnv(t)
-	ctx := context.Background()
-	const rows = 200
-	e.exec(t, `INSERT INTO users (id, email, name, created_at, updated_at)
-		SELECT i, 'u' || i || '@example.com', 'old', now(), now() FROM generate_series(1, ?::bigint) i`, rows)
-	inv := e.invalidator(t, cdc.Options{BatchSize: 16})
-	// The UPDATE's position, set inside its transaction: the hooks act on
-	// it alone (0: not yet).
-	var update atomic.Uint64
-	var stale, batches atomic.Int64
-	var checked atomic.Bool
-	cdc.SetBeforeBatch(inv, func() {
-		if update.Load() != 0 {
-			batches.Add(1)
-			time.Sleep(50 * time.Millisecond) // a slow Redis
-		}
-	})
-	cdc.SetAfterApply(inv, func(end cdc.LSN) error {
-		if at := update.Load(); at == 0 || uint64(end) < at {
-			return nil // an earlier transaction
-		}
-		// The last batch first: the hook must not outlast its delay.
-		for id := int64(rows); id >= 1; id-- {
-			u, err := e.users.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if u.Name != "new" {
-				stale.Add(1)
-			}
-		}
-		checked.Store(true)
-		return nil
-	})
-	run(t, inv)
-	e.sync(t, inv)
-	for id := int64(1); id <= rows; id++ {
-		e.name(t, id)
-	}
-	tx := e.db.Begin()
-	if err := tx.Exec("UPDATE users SET name = 'new'").Error; err != nil {
-		t.Fatal(err)
-	}
-	var at string
-	if err := tx.Raw("SELECT pg_current_wal_lsn()::text").Scan(&at).Error; err != nil {
-		t.Fatal(err)
-	}
-	var lsn cdc.LSN
-	if err := lsn.Scan(at); err != nil {
-		t.Fatal(err)
-	}
-	update.Store(uint64(lsn))
-	if err := tx.Commit().Error; err != nil {
-		t.Fatal(err)
-	}
-	e.sync(t, inv)
-	if !checked.Load() {
-		t.Fatal("the hook did not see the UPDATE applied")
-	}
-	if n := stale.Load(); n > 0 {
-		t.Errorf("%d of %d rows read old when the transaction counted as applied (%d batches)", n, rows, batches.Load())
 	}
 }

@@ -6,10 +6,6 @@ import "time"
 // were applied and before its position counts as applied.
 func SetAfterApply(inv *Invalidator, f func(end LSN) error) { inv.afterApply = f }
 
-// SetBeforeBatch installs a hook that runs before each batch of upkeep is
-// sent to Redis, on the goroutine that sends it.
-func SetBeforeBatch(inv *Invalidator, f func()) { inv.beforeBatch = f }
-
 // IgnoreVisibility makes inv apply transactions as soon as they are
 // decoded, visible to other sessions or not (the rule switched off).
 func IgnoreVisibility(inv *Invalidator) { inv.ignoreVisibility = true }

@@ -59,9 +59,6 @@ type Invalidator struct {
 	// were applied and before its position counts as applied; an error
 	// ends the session there, as a crash would.
 	afterApply func(end LSN) error
-	// beforeBatch, when set (by tests), runs before each batch is sent to
-	// Redis, on the goroutine that sends it.
-	beforeBatch func()
 	// ignoreVisibility, for tests only, applies a transaction as soon as
 	// it is decoded; onInvisible, when set (by tests), runs each time a
 	// snapshot shows a transaction the applier waits for still invisible.

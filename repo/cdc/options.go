@@ -19,9 +19,7 @@ type Options struct {
 	Publication string
 
 	// BatchSize is the most ids and filter keys held in memory before they
-	// are sent to Redis, within a large transaction; one batch is in Redis
-	// while the next is filled, so up to twice as many are held. Default
-	// 1000.
+	// are applied, within a large transaction. Default 1000.
 	BatchSize int
 
 	// StandbyRetry is how often a stand-by checks whether the slot is

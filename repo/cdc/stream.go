@@ -67,10 +67,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		vis: &visibility{dsn: inv.dsn}}
 	defer a.vis.close()
 	err = a.run(ctx, r.items)
-	cancel() // stops the reader if the applier ended first, and a batch's retry
-	// A batch still in Redis belongs to a transaction not applied: the
-	// next session sends it again.
-	_ = a.settle()
+	cancel() // stops the reader if the applier ended first
 	wg.Wait()
 	if err == nil {
 		err = r.err
@@ -82,10 +79,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 // transactions share one batch while more messages are already waiting
 // (group commit): each batch costs a few pipelined round trips, however
 // many small transactions it holds, and a transaction counts as applied
-// only once its batch is done. A large transaction's batches are sent one
-// at a time, in order, each while the next is decoded and planned (see
-// flush): the applier's CPU and Redis's overlap, and nothing counts as
-// applied before every batch before it is done.
+// only once its batch is done.
 type applier struct {
 	inv     *Invalidator
 	rels    map[uint32]*relation
@@ -94,9 +88,8 @@ type applier struct {
 
 	vis     *visibility // of decoded transactions to other sessions
 	set     cacheaside.Effects
-	sent    chan error // the outcome of the batch in Redis (flush); nil when none is
-	truncs  []table    // truncated in transactions not yet applied
-	warms   []table    // to warm after a recreated slot (lost inserts)
+	truncs  []table // truncated in transactions not yet applied
+	warms   []table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
 	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
 	changes uint64    // row changes not yet applied
@@ -242,51 +235,23 @@ func (a *applier) visible(ctx context.Context, xid uint32) error {
 	return a.vis.wait(ctx, xid, a.inv.onInvisible)
 }
 
-// flush sends the queued upkeep to Redis, retrying until Redis takes it,
-// on a goroutine of its own: the applier goes on decoding and planning
-// the next batch meanwhile. One batch is in Redis at a time: flush first
-// waits for the previous one (settle), so batches are done in order, and
-// at most two are held in memory.
+// flush runs the queued upkeep, retrying until Redis takes it.
 func (a *applier) flush(ctx context.Context) error {
 	if a.set.Len() == 0 {
 		return nil
 	}
-	if err := a.settle(); err != nil {
+	if err := a.inv.retry(ctx, a.set.Run); err != nil {
 		return err
 	}
-	set := a.set
-	a.set = cacheaside.Effects{}
-	sent := make(chan error, 1)
-	a.sent = sent
-	go func() {
-		if a.inv.beforeBatch != nil {
-			a.inv.beforeBatch()
-		}
-		sent <- a.inv.retry(ctx, set.Run)
-	}()
+	a.set.Reset()
 	return nil
 }
 
-// settle waits until the batch in Redis, if any, is done, and returns its
-// error (its context's, as retry gives up only when that ends).
-func (a *applier) settle() error {
-	if a.sent == nil {
-		return nil
-	}
-	err := <-a.sent
-	a.sent = nil
-	return err
-}
-
 // apply finishes the committed transactions received so far: their
-// queued upkeep (every batch done) and truncations, then their position
-// counts as applied.
+// queued upkeep and truncations, then their position counts as applied.
 func (a *applier) apply(ctx context.Context) error {
 	inv := a.inv
 	if err := a.flush(ctx); err != nil {
-		return err
-	}
-	if err := a.settle(); err != nil {
 		return err
 	}
 	for len(a.truncs) > 0 {
