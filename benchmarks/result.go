@@ -50,6 +50,10 @@ type Result struct {
 	// machine left quiet. The commands set it; the tables, reports and JSON
 	// show it.
 	Busy int
+	// BusyMode says where the burner ran, for a busy run: "neighbour" (a
+	// process session of its own, as a co-tenant; -busy) or "group" (the
+	// measured program's session; -busy=group).
+	BusyMode string
 	// Elapsed is how long the scenario ran, set by the command that ran it
 	// (asidebench); the summary shows it. Not in the JSON.
 	Elapsed time.Duration
@@ -157,8 +161,9 @@ func roundTo(v float64, d int) float64 {
 	return math.Round(v*p) / p
 }
 
-// MarshalJSON writes {"scenario", "backend", "busy", "params", "results",
-// "notes"}; "busy" (the burner's spinners) only for a busy run.
+// MarshalJSON writes {"scenario", "backend", "busy", "busy_mode",
+// "params", "results", "notes"}; "busy" (the burner's spinners) and
+// "busy_mode" only for a busy run.
 func (res Result) MarshalJSON() ([]byte, error) {
 	rows := res.Rows
 	if rows == nil {
@@ -168,17 +173,22 @@ func (res Result) MarshalJSON() ([]byte, error) {
 		Scenario string   `json:"scenario"`
 		Backend  string   `json:"backend"`
 		Busy     int      `json:"busy,omitempty"`
+		BusyMode string   `json:"busy_mode,omitempty"`
 		Params   any      `json:"params"`
 		Results  []Row    `json:"results"`
 		Notes    []string `json:"notes,omitempty"`
-	}{res.Scenario, res.Backend, res.Busy, res.Params, rows, res.Notes})
+	}{res.Scenario, res.Backend, res.Busy, res.BusyMode, res.Params, rows, res.Notes})
 }
 
 // Conditions describes the run's backend and, for a busy run, the burner:
-// "redis 127.0.0.1:6379 + postgresql, busy: 2 spinning threads".
+// "redis 127.0.0.1:6379 + postgresql, busy: 2 spinning threads" (a
+// neighbour), "…, busy: 2 spinning threads in group" (-busy=group).
 func (res *Result) Conditions() string {
 	if res.Busy == 0 {
 		return res.Backend
+	}
+	if res.BusyMode == "group" {
+		return fmt.Sprintf("%s, busy: %d spinning threads in group", res.Backend, res.Busy)
 	}
 	return fmt.Sprintf("%s, busy: %d spinning threads", res.Backend, res.Busy)
 }

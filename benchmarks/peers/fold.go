@@ -17,7 +17,7 @@ func fold(rounds []benchmarks.Result) benchmarks.Result {
 		return benchmarks.Result{}
 	}
 	first := rounds[0]
-	res := benchmarks.Result{Scenario: first.Scenario, Backend: first.Backend, Busy: first.Busy}
+	res := benchmarks.Result{Scenario: first.Scenario, Backend: first.Backend, Busy: first.Busy, BusyMode: first.BusyMode}
 	params := map[string]any{}
 	if m, ok := first.Params.(map[string]any); ok {
 		maps.Copy(params, m)

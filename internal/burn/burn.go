@@ -8,6 +8,13 @@
 // cores through the operating system's scheduler, as another program
 // would, not through the Go scheduler of the measured program. Such a
 // program calls Child first thing in main (and in TestMain).
+//
+// Where the burner sits decides what it models (Mode): in a process
+// session of its own (Neighbour, the default of -busy) it is a co-tenant,
+// weighed apart from the measured program as the scheduler weighs another
+// service on a shared host; in the measured program's session (Group) its
+// spinners compete with the program's threads one for one, as more busy
+// threads of the program itself would.
 package burn
 
 import (
@@ -88,8 +95,63 @@ func Child() {
 	os.Exit(0)
 }
 
+// Mode says where Start runs a burner, and so whom it models. The zero
+// Mode is Off: no burner. As a flag (flag.Var), -busy alone means
+// Neighbour, and -busy=group, -busy=neighbour, -busy=false name the
+// others.
+type Mode uint8
+
+const (
+	// Off runs no burner: a quiet run.
+	Off Mode = iota
+	// Neighbour runs the burner in a process session of its own (setsid):
+	// on Linux, autogroup scheduling then weighs it as a group of its own,
+	// against the measured program's group, as CFS weighs the cgroups of
+	// two services (or containers) on a shared host. This is what a
+	// production host resembles: a co-tenant takes its share of the cores,
+	// not one share per spinning thread.
+	Neighbour
+	// Group runs the burner in the starter's session, as a plain child:
+	// its spinners compete with the measured program's threads one for
+	// one (2 spinners against a program of a few threads take most of
+	// the cores), which models more busy threads of the same service, a
+	// harsher case than a neighbour. It was -busy's only mode before.
+	Group
+)
+
+// String returns the Mode's flag value: "false", "neighbour" or "group".
+func (m Mode) String() string {
+	switch m {
+	case Neighbour:
+		return "neighbour"
+	case Group:
+		return "group"
+	}
+	return "false"
+}
+
+// Set parses a flag value: "true" (the flag alone), "neighbour" (or
+// "neighbor", "setsid") for Neighbour, "group" for Group, "false" for Off.
+func (m *Mode) Set(s string) error {
+	switch s {
+	case "true", "neighbour", "neighbor", "setsid":
+		*m = Neighbour
+	case "group":
+		*m = Group
+	case "false", "":
+		*m = Off
+	default:
+		return fmt.Errorf("burn: busy mode %q: want neighbour, group or false", s)
+	}
+	return nil
+}
+
+// IsBoolFlag lets the flag stand alone (-busy), as a bool flag does.
+func (m *Mode) IsBoolFlag() bool { return true }
+
 // Process is a burner started by Start.
 type Process struct {
+	mode     Mode
 	spinners int
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
@@ -97,12 +159,13 @@ type Process struct {
 	err      error
 }
 
-// Start starts the running executable again as a burner with n spinners
-// and returns once they spin. The burner lives until Stop, or until this
+// Start starts the running executable again as a burner with n spinners,
+// placed as mode says (Off is Neighbour), and returns once they spin.
+// The burner lives until Stop, or until this
 // process exits, however it exits. The executable's main must call Child
 // before anything else; if it does not, Start stops it and returns an
 // error wrapping ErrNoChild.
-func Start(n int) (*Process, error) {
+func Start(n int, mode Mode) (*Process, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("burn: %d spinners: want at least 1", n)
 	}
@@ -112,6 +175,10 @@ func Start(n int) (*Process, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), childEnv+"="+strconv.Itoa(n))
+	if mode != Group {
+		mode = Neighbour
+	}
+	cmd.SysProcAttr = procAttr(mode)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -122,7 +189,7 @@ func Start(n int) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("burn: start %s: %w", exe, err)
 	}
-	p := &Process{spinners: n, cmd: cmd, stdin: stdin}
+	p := &Process{mode: mode, spinners: n, cmd: cmd, stdin: stdin}
 	select {
 	case s := <-lines.line:
 		if s == ready {
@@ -200,6 +267,14 @@ func (p *Process) Spinners() int {
 		return 0
 	}
 	return p.spinners
+}
+
+// Mode returns where the burner runs; Off for a nil *Process.
+func (p *Process) Mode() Mode {
+	if p == nil {
+		return Off
+	}
+	return p.mode
 }
 
 // CPU returns the CPU time the burner used, once it has stopped (zero

@@ -66,3 +66,62 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
+
+// TestStart_mode: a Neighbour burner runs in a process session of its own
+// (what a co-tenant is to the scheduler), a Group burner in ours.
+func TestStart_mode(t *testing.T) {
+	ours := session(t, os.Getpid())
+	for _, tc := range []struct {
+		mode Mode
+		own  bool // in a session of its own
+	}{{Neighbour, true}, {Group, false}, {Off, true}} {
+		p, err := Start(1, tc.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := session(t, p.cmd.Process.Pid)
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if own := got != ours; own != tc.own {
+			t.Errorf("Start(1, %v): burner in session %d, ours %d; want a session of its own: %v", tc.mode, got, ours, tc.own)
+		}
+		if want := max(tc.mode, Neighbour); p.Mode() != want {
+			t.Errorf("Start(1, %v).Mode() = %v, want %v", tc.mode, p.Mode(), want)
+		}
+	}
+}
+
+// TestMode_flag: -busy alone is Neighbour; the values name every mode.
+func TestMode_flag(t *testing.T) {
+	for in, want := range map[string]Mode{"true": Neighbour, "neighbour": Neighbour, "setsid": Neighbour, "group": Group, "false": Off} {
+		var m Mode
+		if err := m.Set(in); err != nil || m != want {
+			t.Errorf("Set(%q) = %v, %v; want %v", in, m, err, want)
+		}
+	}
+	var m Mode
+	if err := m.Set("loud"); err == nil {
+		t.Error(`Set("loud") succeeded`)
+	}
+	if !m.IsBoolFlag() {
+		t.Error("a Mode flag cannot stand alone")
+	}
+}
+
+// session returns the session id of process pid (/proc/pid/stat).
+func session(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	// After the name: state, ppid, pgrp, session.
+	sid, err := strconv.Atoi(fields[3])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	return sid
+}

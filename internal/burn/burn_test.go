@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	Child()
 	if os.Getenv(parentEnv) == "1" {
-		p, err := Start(1)
+		p, err := Start(1, Neighbour)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // TestStart_stop: the burner spins until Stop, which only closes its
 // standard input, as its parent's exit would.
 func TestStart_stop(t *testing.T) {
-	p, err := Start(2)
+	p, err := Start(2, Neighbour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +63,14 @@ func TestStart_stop(t *testing.T) {
 // and named in the error.
 func TestStart_notBurner(t *testing.T) {
 	t.Setenv(notBurnerEnv, "1")
-	p, err := Start(1)
+	p, err := Start(1, Neighbour)
 	if !errors.Is(err, ErrNoChild) {
 		t.Fatalf("Start = %v, %v; want ErrNoChild", p, err)
 	}
 }
 
 func TestStart_badCount(t *testing.T) {
-	if _, err := Start(0); err == nil {
+	if _, err := Start(0, Neighbour); err == nil {
 		t.Error("Start(0) succeeded")
 	}
 	var none *Process // no burner: a quiet run

@@ -28,8 +28,13 @@
 // -busy runs the scenarios on a busy machine: a burner process (this
 // executable started again) spins one thread per core for the run, as
 // `make stress-test` does next to the tests, and is stopped when the run
-// ends, however it ends. The tables, the JSON ("busy") and the report say
-// so.
+// ends, however it ends. The tables, the JSON ("busy", "busy_mode") and
+// the report say so. -busy alone (-busy=neighbour) starts the burner in a
+// process session of its own (setsid), so that the scheduler weighs it as
+// another program, the way a co-tenant shares a production host;
+// -busy=group starts it in this program's session, where its spinners
+// compete with asidebench's threads one for one (the older mode, kept for
+// comparison: harsher than any neighbour).
 //
 // On PostgreSQL it creates a fresh database for the run and drops it at the
 // end; in Redis it writes under a key namespace unique to the run and
@@ -68,7 +73,8 @@ var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "se
 
 type options struct {
 	redis, cluster, postgres string
-	embedded, quick, busy    bool
+	embedded, quick          bool
+	busy                     burn.Mode
 	jsonFile, outDir         string
 	instances, goroutines    int
 	progress                 string
@@ -81,7 +87,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated Redis Cluster seed `ADDRS` (default $ASIDEKIT_REDIS_CLUSTER_ADDRS)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL `DSN` of a user that may create databases (default $ASIDEKIT_POSTGRES_DSN, else SQLite)")
 	fs.BoolVar(&o.embedded, "embedded", false, "use the embedded backend even if servers are configured")
-	fs.BoolVar(&o.busy, "busy", false, "keep every core busy during the run: a burner process spins one thread per core (as make stress-test), stopped when the run ends")
+	fs.Var(&o.busy, "busy", "keep every core busy during the run: a burner process spins one thread per core, stopped when the run ends; -busy (=neighbour) runs it in a process session of its own, as a co-tenant on a shared host is scheduled (what production resembles), -busy=group in this program's session, where its threads compete with ours one for one (the harsher, older mode)")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes: all scenarios finish in about a minute (smaller still on the embedded backend)")
 	fs.StringVar(&o.jsonFile, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&o.outDir, "out", "", "write report.md and PNG charts to `DIR`")
@@ -144,8 +150,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	var busy *burn.Process // nil: a quiet run
-	if o.busy {
-		if busy, err = burn.Start(runtime.NumCPU()); err != nil {
+	if o.busy != burn.Off {
+		if busy, err = burn.Start(runtime.NumCPU(), o.busy); err != nil {
 			fmt.Fprintln(stderr, "asidebench:", err)
 			_ = env.Close()
 			return 1
@@ -154,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// its input ends.
 		defer busy.Stop()
 	}
-	code := runScenarios(ctx, env, o, busy.Spinners(), scenarios, prog, stdout, stderr, args)
+	code := runScenarios(ctx, env, o, busy, scenarios, prog, stdout, stderr, args)
 	if err := busy.Stop(); err != nil {
 		fmt.Fprintln(stderr, "asidebench:", err)
 		code = max(code, 1)

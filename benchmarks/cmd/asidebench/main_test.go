@@ -164,4 +164,35 @@ func TestRun_busy(t *testing.T) {
 	if err := json.Unmarshal(b, &results); err != nil || len(results) != 1 || results[0].Busy != runtime.NumCPU() {
 		t.Errorf("JSON %s (%v): want one result with \"busy\": %d", b, err, runtime.NumCPU())
 	}
+	var modes []struct {
+		Mode string `json:"busy_mode"`
+	}
+	if err := json.Unmarshal(b, &modes); err != nil || len(modes) != 1 || modes[0].Mode != "neighbour" {
+		t.Errorf("JSON %s (%v): want \"busy_mode\": \"neighbour\" for -busy alone", b, err)
+	}
+}
+
+// TestRun_busyGroup: -busy=group runs the burner in the old mode (in our
+// session) and the table and the JSON say so.
+func TestRun_busyGroup(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "out.json")
+	var out, errb bytes.Buffer
+	if code := run([]string{"-busy=group", "-embedded", "-quick", "-progress", "never", "-json", file, "seqgen"}, &out, &errb); code != 0 {
+		t.Fatalf("run = %d; stderr:\n%s", code, errb.String())
+	}
+	want := fmt.Sprintf("busy: %d spinning threads in group]", runtime.NumCPU())
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("table does not say %q:\n%s", want, out.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []struct {
+		Busy int
+		Mode string `json:"busy_mode"`
+	}
+	if err := json.Unmarshal(b, &results); err != nil || len(results) != 1 || results[0].Busy != runtime.NumCPU() || results[0].Mode != "group" {
+		t.Errorf("JSON %s (%v): want one result with \"busy\": %d, \"busy_mode\": \"group\"", b, err, runtime.NumCPU())
+	}
 }

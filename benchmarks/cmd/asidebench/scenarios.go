@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asidekit/asidekit/benchmarks"
+	"github.com/asidekit/asidekit/internal/burn"
 )
 
 // params returns the sizes for o: quick or default (one step smaller on
@@ -104,14 +105,15 @@ func (o *options) replicaParams() benchmarks.ReplicaParams {
 // runScenarios runs each scenario, prints its table, then writes the JSON
 // file and the report. busy is the burner's spinning threads (0: quiet),
 // stamped on every result. It returns the exit status.
-func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
+func runScenarios(ctx context.Context, env *benchmarks.Env, o options, burner *burn.Process, scenarios []string, prog *bars, stdout, stderr io.Writer, args []string) int {
+	busy := burner.Spinners()
 	p := o.params(env.Embedded())
 	fmt.Fprintf(stdout, "asidebench: backend %s, namespace %s\n", env.Backend, env.Namespace)
 	if env.Embedded() {
 		fmt.Fprintln(stdout, "asidebench: embedded backend: counts are faithful, latencies are not representative")
 	}
 	if busy > 0 {
-		fmt.Fprintf(stdout, "asidebench: busy: a burner process spins %d threads for the run\n", busy)
+		fmt.Fprintf(stdout, "asidebench: busy: a burner process spins %d threads for the run (%s)\n", busy, burner.Mode())
 	}
 	fmt.Fprintln(stdout)
 	var results []benchmarks.Result
@@ -132,7 +134,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int,
 			fmt.Fprintf(stderr, "asidebench: %s: %v\n", s, err)
 			return 1
 		}
-		res.Busy, res.Elapsed = busy, time.Since(t0)
+		res.Busy, res.BusyMode, res.Elapsed = busy, burner.Mode().String(), time.Since(t0)
 		results = append(results, res)
 		if err := benchmarks.WriteTable(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "asidebench:", err)

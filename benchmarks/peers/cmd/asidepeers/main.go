@@ -26,7 +26,10 @@
 // -busy runs the comparison on a busy machine: a burner process (this
 // executable started again) spins one thread per core for the run, as
 // `make stress-test` does, and is stopped when the run ends, however it
-// ends; the tables, the JSON and the Markdown say so.
+// ends; the tables, the JSON and the Markdown say so. -busy alone
+// (-busy=neighbour) starts it in a process session of its own (setsid),
+// a co-tenant as on a shared production host; -busy=group in this
+// program's session, the older and harsher mode, kept for comparison.
 //
 // The servers come from -redis and -postgres, or from ASIDEKIT_REDIS_ADDR
 // and ASIDEKIT_POSTGRES_DSN (ASIDEKIT_REDIS_CLUSTER_ADDRS is ignored: the
@@ -68,7 +71,8 @@ var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outs
 
 type options struct {
 	redis, postgres       string
-	embedded, quick, busy bool
+	embedded, quick       bool
+	busy                  burn.Mode
 	rounds                int
 	instances, goroutines int
 	jsonFile, mdFile      string
@@ -80,7 +84,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.redis, "redis", "", "standalone Redis `ADDR` (default $ASIDEKIT_REDIS_ADDR)")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL `DSN` of a user that may create databases (default $ASIDEKIT_POSTGRES_DSN)")
 	fs.BoolVar(&o.embedded, "embedded", false, "run on in-process miniredis + SQLite (counts only; latencies mean nothing)")
-	fs.BoolVar(&o.busy, "busy", false, "keep every core busy during the run: a burner process spins one thread per core (as make stress-test), stopped when the run ends")
+	fs.Var(&o.busy, "busy", "keep every core busy during the run: a burner process spins one thread per core, stopped when the run ends; -busy (=neighbour) runs it in a process session of its own, as a co-tenant on a shared host is scheduled (what production resembles), -busy=group in this program's session, where its threads compete with ours one for one (the harsher, older mode)")
 	fs.BoolVar(&o.quick, "quick", false, "small sizes and two rounds")
 	fs.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (`N`; default 2 with -quick, else 3)")
 	fs.IntVar(&o.instances, "instances", 0, "simulated processes in penetration and breakdown (`N`; default 2 with -quick, else 4)")
@@ -130,8 +134,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	var busy *burn.Process // nil: a quiet run
-	if o.busy {
-		if busy, err = burn.Start(runtime.NumCPU()); err != nil {
+	if o.busy != burn.Off {
+		if busy, err = burn.Start(runtime.NumCPU(), o.busy); err != nil {
 			fmt.Fprintln(stderr, "asidepeers:", err)
 			_ = env.Close()
 			return 1
@@ -140,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// its input ends.
 		defer busy.Stop()
 	}
-	code := runScenarios(ctx, env, o, busy.Spinners(), scenarios, stdout, stderr, args)
+	code := runScenarios(ctx, env, o, busy, scenarios, stdout, stderr, args)
 	if err := busy.Stop(); err != nil {
 		fmt.Fprintln(stderr, "asidepeers:", err)
 		code = max(code, 1)
@@ -218,14 +222,15 @@ func parseScenarios(args []string) ([]string, error) {
 // runScenarios runs and prints each scenario, then the summary, then
 // writes the files. busy is the burner's spinning threads (0: quiet),
 // stamped on every result. It returns the exit status.
-func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int, scenarios []string, stdout, stderr io.Writer, args []string) int {
+func runScenarios(ctx context.Context, env *benchmarks.Env, o options, burner *burn.Process, scenarios []string, stdout, stderr io.Writer, args []string) int {
+	busy := burner.Spinners()
 	p := o.params()
 	fmt.Fprintf(stdout, "asidepeers: backend %s, namespace %s, %d interleaved rounds per scenario\n", env.Backend, env.Namespace, p.Rounds)
 	if env.Embedded() {
 		fmt.Fprintln(stdout, "asidepeers: embedded backend: counts are faithful, latencies are not representative")
 	}
 	if busy > 0 {
-		fmt.Fprintf(stdout, "asidepeers: busy: a burner process spins %d threads for the run\n", busy)
+		fmt.Fprintf(stdout, "asidepeers: busy: a burner process spins %d threads for the run (%s)\n", busy, burner.Mode())
 	}
 	fmt.Fprintln(stdout)
 	progress := func(scenario string, round, rounds int) {
@@ -254,7 +259,7 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, busy int,
 			fmt.Fprintf(stderr, "asidepeers: %s: %v\n", s, err)
 			return 1
 		}
-		res.Busy = busy
+		res.Busy, res.BusyMode = busy, burner.Mode().String()
 		results = append(results, res)
 		if err := benchmarks.WriteTable(stdout, res); err != nil {
 			fmt.Fprintln(stderr, "asidepeers:", err)
