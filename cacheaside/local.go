@@ -344,10 +344,13 @@ func (l *localTier[T]) demoteCooled() {
 }
 
 // localBytes is the estimated weight of a hot tier's entries (0 for a
-// Policy.Local tier, which counts entries, not bytes).
+// Policy.Local tier, which counts entries, not bytes). otter weighs an
+// entry when it drains its write buffer, not when Set returns: the
+// buffer is drained first, or a tier serving hits could report 0.
 func (l *localTier[T]) localBytes() uint64 {
 	if l == nil || l.hot == nil {
 		return 0
 	}
+	l.store.CleanUp()
 	return l.store.WeightedSize()
 }
