@@ -34,7 +34,9 @@ all: lint test
 ## three), the longest first; each module's output is printed whole when it
 ## ends, with its time, and the target ends with one line per module.
 ## TEST_P packages of a module run at once (go test -p; default 4, for the
-## same reason).
+## same reason). -trimpath keeps the checkout's directory out of the build
+## cache's keys: without it every clone (CI's is always fresh) compiled
+## every package of the repository again, race-instrumented, in each module.
 TEST_JOBS ?= 3
 TEST_P    ?= 4
 TEST_ORDER := . benchmarks chaos cmd/asidekit benchmarks/peers examples/catalog metrics compat examples/quickstart
@@ -43,7 +45,7 @@ test:
 	@logs=$$(mktemp -d); trap 'rm -rf $$logs' EXIT; \
 	printf '%s\n' $(TEST_ORDER) | xargs -P $(TEST_JOBS) -I{} sh -c ' \
 		m={}; log=$$1/$$(echo $$m | tr / _); start=$$(date +%s); \
-		(cd $$m && $(GO) test -race -count=1 -p $(TEST_P) -timeout 30m ./...) >$$log.out 2>&1; rc=$$?; \
+		(cd $$m && $(GO) test -race -trimpath -count=1 -p $(TEST_P) -timeout 30m ./...) >$$log.out 2>&1; rc=$$?; \
 		echo "$$rc $$(( $$(date +%s) - start ))" >$$log.rc; \
 		{ echo "== $$m (exit $$rc, $$(( $$(date +%s) - start )) s)"; cat $$log.out; } ' _ $$logs; \
 	status=0; echo "== make test:"; for m in $(TEST_ORDER); do \
