@@ -229,7 +229,10 @@ func TestBloomCollector_redisOutage(t *testing.T) {
 	if err := f.Add(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	reg := registry(t, metrics.NewBloomCollector("slugs", f))
+	// A scrape bound of a minute, not the default 200 ms: a starved
+	// machine's first read must not count as the outage (a stopped server
+	// refuses at once, so the bound does not lengthen the outage's reads).
+	reg := registry(t, metrics.NewBloomCollectorWithOptions("slugs", f, &metrics.BloomOptions{Timeout: time.Minute}))
 	set := gauge(t, reg, "asidekit_bloom_bits_set", "filter", "slugs")
 	if set == 0 {
 		t.Fatal("no bit set after an Add")
