@@ -114,6 +114,9 @@ type Params struct {
 	Seqgen      SeqgenParams
 	// LocalInvalidation sizes the near cache scenario.
 	LocalInvalidation LocalInvalidationParams
+	// Skew sizes the skewed fleet scenario (its zero value: the issue's
+	// 4 × 16 callers over 100,000 rows).
+	Skew SkewParams
 }
 
 // QuickParams finish every scenario in well under a minute on a small
@@ -129,6 +132,7 @@ func QuickParams() Params {
 		Seqgen:    SeqgenParams{Load: l, Ops: 5000, Batch: 100},
 		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 3, Goroutines: 2}, Keys: 10, Writes: 100,
 			WriteEvery: 10 * time.Millisecond, ReadEvery: DefaultReadEvery, LocalTTL: 2 * time.Second},
+		Skew: SkewParams{Load: Load{Instances: 4, Goroutines: 8}, Rows: 20_000, Warmup: time.Second, Duration: 2 * time.Second},
 	}
 }
 
@@ -146,6 +150,7 @@ func EmbeddedParams() Params {
 	p.Avalanche.Keys, p.Avalanche.Rate, p.Avalanche.TTL = 100, 500, 2*time.Second
 	p.Breakdown.Load, p.Breakdown.TTL, p.Breakdown.Duration = Load{Instances: 2, Goroutines: 8}, 600*time.Millisecond, 1400*time.Millisecond
 	p.Seqgen.Load, p.Seqgen.Ops = l, 1000
+	p.Skew.Load, p.Skew.Rows, p.Skew.Duration = l, 2000, time.Second // skipped on miniredis
 	return p
 }
 
@@ -161,6 +166,7 @@ func DefaultParams() Params {
 		Seqgen:    SeqgenParams{Load: l, Ops: 50000, Batch: 100},
 		LocalInvalidation: LocalInvalidationParams{Load: Load{Instances: 4, Goroutines: 4}, Keys: 20, Writes: 500,
 			WriteEvery: 10 * time.Millisecond, ReadEvery: DefaultReadEvery, LocalTTL: 5 * time.Second},
+		Skew: SkewParams{Load: l, Rows: 100_000, Warmup: 2 * time.Second, Duration: 5 * time.Second},
 	}
 }
 

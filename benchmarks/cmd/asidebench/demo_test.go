@@ -122,7 +122,7 @@ func TestRun_demo(t *testing.T) {
 		t.Errorf("query: asidekit ran %v SQL statements per list read, sql %v: nothing saved", a, s)
 	}
 	// The scenarios that need a real server are skipped with a note.
-	for _, s := range []string{"outofband", "local_invalidation", "outage", "replica"} {
+	for _, s := range []string{"outofband", "local_invalidation", "skew", "outage", "replica"} {
 		if len(got[s]) != 0 {
 			t.Errorf("%s ran on the embedded backend: %v", s, got[s])
 		}

@@ -8,7 +8,8 @@
 //	asidebench [flags] SCENARIO...
 //
 // SCENARIO is hit, penetration, avalanche, breakdown, seqgen, outofband
-// (PostgreSQL with wal_level=logical only), local_invalidation, outage
+// (PostgreSQL with wal_level=logical only), local_invalidation, skew
+// (a real Redis only: skipped on the embedded backend), outage
 // (a standalone Redis and PostgreSQL with wal_level=logical only), query
 // (its asidekit_cdc variant on PostgreSQL with wal_level=logical only),
 // replica (a primary and a streaming replica it starts from the
@@ -69,7 +70,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "outage", "query", "replica"}
+var scenarioNames = []string{"hit", "penetration", "avalanche", "breakdown", "seqgen", "outofband", "local_invalidation", "skew", "outage", "query", "replica"}
 
 type options struct {
 	redis, cluster, postgres string

@@ -32,6 +32,7 @@ func smallest() {
 		p.Penetration.Rows, p.Penetration.AbsentIDs, p.Penetration.Reads = 100, 100, 300
 		p.Avalanche.Keys, p.Avalanche.TTL, p.Avalanche.Tail = 50, time.Second, 100*time.Millisecond
 		p.Seqgen.Ops, p.Seqgen.Batch = 200, 10
+		p.Skew.Rows, p.Skew.Warmup, p.Skew.Duration = 200, 100*time.Millisecond, 200*time.Millisecond
 	}
 	testSizes.query = func(q *benchmarks.QueryParams) {
 		t := benchmarks.TestQueryParams()
@@ -124,7 +125,7 @@ func TestParseScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,outage,query,replica" {
+	if strings.Join(got, ",") != "hit,penetration,avalanche,breakdown,seqgen,outofband,local_invalidation,skew,outage,query,replica" {
 		t.Errorf("all expanded to %v", got)
 	}
 	got, err = parseScenarios([]string{"breakdown", "hit", "breakdown"})

@@ -25,7 +25,7 @@ func (o *options) params(embedded bool) benchmarks.Params {
 	default:
 		p = benchmarks.DefaultParams()
 	}
-	for _, l := range []*benchmarks.Load{&p.Penetration.Load, &p.Avalanche.Load, &p.Breakdown.Load, &p.Seqgen.Load} {
+	for _, l := range []*benchmarks.Load{&p.Penetration.Load, &p.Avalanche.Load, &p.Breakdown.Load, &p.Seqgen.Load, &p.Skew.Load} {
 		if o.instances > 0 {
 			l.Instances = o.instances
 		}
@@ -181,6 +181,8 @@ func runOne(ctx context.Context, env *benchmarks.Env, o options, p benchmarks.Pa
 		return benchmarks.RunOutOfBand(ctx, env, benchmarks.DefaultOutOfBandParams())
 	case "local_invalidation":
 		return benchmarks.RunLocalInvalidation(ctx, env, p.LocalInvalidation)
+	case "skew":
+		return benchmarks.RunSkew(ctx, env, p.Skew)
 	case "outage":
 		return benchmarks.RunOutage(ctx, env, o.outageParams())
 	case "query":
