@@ -2,9 +2,11 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +22,17 @@ const (
 type HotKeyParams struct {
 	Load
 	// Keys is the number of hot keys, read in turn. Default 8 when zero.
+	// Ignored when KeySpace is set.
 	Keys int `json:"keys"`
+	// KeySpace, when positive, replaces the few hot keys by a skewed
+	// keyspace: every caller reads keys drawn from Zipf(Zipf) over
+	// KeySpace keys (the key of rank r with probability ∝ r^-Zipf), as a
+	// fleet's traffic is spread. Every key is warmed in every process
+	// first. Default 0: Keys keys read in turn.
+	KeySpace int `json:"key_space,omitempty"`
+	// Zipf is KeySpace's exponent. Default DefaultZipfS (1.1) when not
+	// above 1.
+	Zipf float64 `json:"zipf_s,omitempty"`
 	// ValueSize is the approximate JSON size of a value, in bytes.
 	// Default 200 when zero.
 	ValueSize int `json:"value_bytes"`
@@ -39,7 +51,19 @@ func (p HotKeyParams) norm() HotKeyParams {
 	if p.Duration <= 0 {
 		p.Duration = time.Second
 	}
+	if p.KeySpace > 0 && p.Zipf <= 1 {
+		p.Zipf = DefaultZipfS
+	}
 	return p
+}
+
+// keys is how many keys the callers read, and their Zipf exponent (0: in
+// turn).
+func (p HotKeyParams) keys() (int, float64) {
+	if p.KeySpace > 0 {
+		return p.KeySpace, p.Zipf
+	}
+	return p.Keys, 0
 }
 
 // RunHotKey measures reads of a few hot keys under concurrency, one
@@ -63,8 +87,12 @@ func RunHotKey(ctx context.Context, env *Env, p HotKeyParams, variants []Variant
 		}
 		res.Rows = append(res.Rows, row)
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d process(es) × %d goroutines read %d warm keys (%d B values) for %v per variant; "+
-		"latencies include two clock reads per read", p.Instances, p.Goroutines, p.Keys, p.ValueSize, p.Duration))
+	keys := fmt.Sprintf("%d warm keys", p.Keys)
+	if p.KeySpace > 0 {
+		keys = fmt.Sprintf("keys drawn from Zipf(%g) over %d warm keys", p.Zipf, p.KeySpace)
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d process(es) × %d goroutines read %s (%d B values) for %v per variant; "+
+		"latencies include two clock reads per read", p.Instances, p.Goroutines, keys, p.ValueSize, p.Duration))
 	return res, nil
 }
 
@@ -74,14 +102,9 @@ func hotKeyVariant(ctx context.Context, env *Env, p HotKeyParams, v Variant, loa
 		return Row{}, err
 	}
 	defer cleanup()
-	for _, s := range subs {
-		for range 2 { // the second read fills a local tier filled on remote hits only
-			for id := int64(1); id <= int64(p.Keys); id++ {
-				if _, err := s.Get(ctx, id); err != nil {
-					return Row{}, fmt.Errorf("warm-up: %w", err)
-				}
-			}
-		}
+	nkeys, zipf := p.keys()
+	if err := warmHotKeys(ctx, subs, nkeys, p.Goroutines); err != nil {
+		return Row{}, err
 	}
 	tr := env.trackTime("hot_key "+v.Name, p.Duration)
 	defer tr()
@@ -95,8 +118,9 @@ func hotKeyVariant(ctx context.Context, env *Env, p HotKeyParams, v Variant, loa
 		go func() {
 			defer wg.Done()
 			s := subs[i/p.Goroutines]
-			for n := i; ; n++ {
-				id := int64(n%p.Keys) + 1
+			keys := newZipfKeys(nkeys, zipf, uint64(i))
+			for {
+				id := int64(keys.next()) + 1
 				b := time.Now()
 				got, err := s.Get(ctx, id)
 				e := time.Now()
@@ -126,6 +150,35 @@ func hotKeyVariant(ctx context.Context, env *Env, p HotKeyParams, v Variant, loa
 	row.Set(MetricP50us, float64(h.quantile(0.5))/1e3)
 	row.Set(MetricP99us, float64(h.quantile(0.99))/1e3)
 	return row, ctx.Err()
+}
+
+// warmHotKeys reads keys 1…n twice in every process (the second read
+// fills a local tier filled on remote hits only), with up to goroutines
+// callers per process at a time.
+func warmHotKeys(ctx context.Context, subs []Subject, n, goroutines int) error {
+	for _, s := range subs {
+		for range 2 {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			errs := make([]error, max(1, min(goroutines, n)))
+			for g := range errs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for id := next.Add(1); id <= int64(n) && errs[g] == nil; id = next.Add(1) {
+						if _, err := s.Get(ctx, id); err != nil {
+							errs[g] = fmt.Errorf("warm-up: %w", err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // latHist is a log-linear histogram of durations: 32 sub-buckets per
@@ -165,6 +218,19 @@ func (h *latHist) merge(o *latHist) {
 		h.counts[i] += c
 	}
 	h.n += o.n
+}
+
+// above counts the durations in buckets that end after d: those longer
+// than d, and, in the bucket holding d, those at most about 3% shorter
+// (counted, so that a count of 0 proves none was longer).
+func (h *latHist) above(d time.Duration) int64 {
+	var n int64
+	for b, k := range h.counts {
+		if k != 0 && latLow(b+1) > uint64(max(d, 0)) {
+			n += k
+		}
+	}
+	return n
 }
 
 // quantile is the middle of the bucket holding quantile q.

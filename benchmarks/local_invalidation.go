@@ -59,6 +59,24 @@ type LocalInvalidationParams struct {
 	// 1s in its broadcast/plain_del, which waits for the local entries to
 	// expire), LocalTTL + 1s in outside_write.
 	Tail time.Duration `json:"tail,omitempty"`
+	// KeySpace, when positive, spreads reads and writes over a skewed
+	// keyspace (outside_write and library_delete only): every reader
+	// sweep reads Keys keys drawn from Zipf(Zipf) over KeySpace keys,
+	// and the writer writes keys drawn from the same distribution, so
+	// that hot keys are written most. A process that does not read a
+	// written key again before the run ends neither served nor missed
+	// it: the write counts in writes_unread, not writes_unseen, and its
+	// delay covers the processes that read it. Default 0: Keys keys,
+	// read and written in turn.
+	KeySpace int `json:"key_space,omitempty"`
+	// Zipf is KeySpace's exponent. Default DefaultZipfS (1.1) when not
+	// above 1.
+	Zipf float64 `json:"zipf_s,omitempty"`
+	// Window, when positive, is how long after a write returned a read
+	// of its key may still answer the older version: a read begun later
+	// that does counts in stale_reads_after_window. Default 0: the run's
+	// own invalidation_max_ms + 10ms (outside_write and library_delete).
+	Window time.Duration `json:"window,omitempty"`
 }
 
 // tailOr is p.Tail, or def when it is zero.

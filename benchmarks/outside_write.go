@@ -25,6 +25,21 @@ func (s *entitySubject) CacheKey(id int64) string {
 	return k
 }
 
+// Deleter is implemented by a Subject that can delete id's cached value
+// through its library's own API, as a service's writer does after it
+// changed the row: the call the library documents for it (asidekit:
+// Entity.Invalidate). library_delete's writer uses it.
+type Deleter interface {
+	Delete(ctx context.Context, id int64) error
+}
+
+// Delete invalidates id through the Entity (Invalidate: Redis first, then
+// this process's near cache; the other processes' near caches hear of it
+// through their invalidation mechanism).
+func (s *entitySubject) Delete(ctx context.Context, id int64) error {
+	return s.ent.Invalidate(ctx, strconv.FormatInt(id, 10))
+}
+
 // Encoder is implemented by a Subject that can say which bytes a program
 // outside the library would SET under its key for v: the library's own
 // encoding, obtained from the library's exported functions, where it
@@ -82,17 +97,32 @@ func RunOutsideSet(ctx context.Context, env *Env, p LocalInvalidationParams, var
 	return runOutside(ctx, env, p, variants, outsideSet)
 }
 
+// RunLibraryDelete is RunOutsideWrite with the key deleted through the
+// library itself: the writer, a process of the variant of its own (not a
+// reader), changes the key's source of truth, then calls its Subject's
+// Delete (every variant's Subject must implement Deleter). It measures
+// what a service gets when every writer uses the library's own call:
+// whether the library tells the other processes' local tiers. The
+// invalidation_* delays run from Delete's return.
+func RunLibraryDelete(ctx context.Context, env *Env, p LocalInvalidationParams, variants []Variant) (Result, error) {
+	return runOutside(ctx, env, p, variants, libraryDel)
+}
+
 // outsideHow is how the outside writer changes a library's key.
 type outsideHow int
 
 const (
 	outsideDel outsideHow = iota // a plain DEL (outside_write)
 	outsideSet                   // a plain SET of the new value (outside_set)
+	libraryDel                   // the library's own delete (library_delete)
 )
 
 func (h outsideHow) scenario() string {
-	if h == outsideSet {
+	switch h {
+	case outsideSet:
 		return "outside_set"
+	case libraryDel:
+		return "library_delete"
 	}
 	return "outside_write"
 }
@@ -109,43 +139,81 @@ func runOutside(ctx context.Context, env *Env, p LocalInvalidationParams, varian
 		res.Rows = append(res.Rows, row)
 	}
 	change, cmd := "then a plain DEL of the library's key", "DEL"
-	if how == outsideSet {
+	switch how {
+	case outsideSet:
 		change, cmd = "then a plain SET KEEPTTL of the new value, in the library's encoding, into the library's key", "SET"
+	case libraryDel:
+		change, cmd = "then the library's own delete, from a process of its own", "the delete"
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("%d reader processes × %d goroutines over %d hot keys; %d outside writes (new source value, %s) one every %v; local TTL %v; "+
-		"invalidation_*: %s returned → every reader process served the new value", p.Instances, p.Goroutines, p.Keys, p.Writes, change, p.WriteEvery, p.LocalTTL, cmd))
+	keys := fmt.Sprintf("%d hot keys", p.Keys)
+	if p.KeySpace > 0 {
+		keys = fmt.Sprintf("Zipf(%g) over %d keys (%d reads a sweep; the writes' keys drawn alike)", p.zipfS(), p.KeySpace, p.Keys)
+	}
+	window := "invalidation_max_ms + 10ms"
+	if p.Window > 0 {
+		window = p.Window.String()
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("%d reader processes × %d goroutines over %s; %d writes (new source value, %s) one every %v; local TTL %v; "+
+		"invalidation_*: %s returned → every reader process that read the key again served the new value; stale_reads_after_window: older than %s",
+		p.Instances, p.Goroutines, keys, p.Writes, change, p.WriteEvery, p.LocalTTL, cmd, window))
 	return res, nil
 }
 
+// zipfS is p.Zipf, or DefaultZipfS when it is not above 1.
+func (p LocalInvalidationParams) zipfS() float64 {
+	if p.Zipf <= 1 {
+		return DefaultZipfS
+	}
+	return p.Zipf
+}
+
 func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParams, v Variant, how outsideHow) (Row, error) {
-	truth := make([]atomic.Int64, p.Keys)
+	nkeys := p.Keys
+	if p.KeySpace > 0 {
+		nkeys = p.KeySpace
+	}
+	truth := make([]atomic.Int64, nkeys)
 	load := func(_ context.Context, id int64) (Value, error) {
 		k := int(id - 1)
-		if k < 0 || k >= p.Keys {
+		if k < 0 || k >= nkeys {
 			return Value{}, ErrNotFound
 		}
 		return versioned(k, truth[k].Load()), nil
 	}
 	ns := env.Sub(strings.NewReplacer("/", "-", "+", "-").Replace(v.Name) + "-outside")
-	subs, cleanup, err := env.instances(v, ns, "outside_write", p.Instances, time.Hour, load, nil)
+	n := p.Instances
+	if how == libraryDel {
+		n++ // the writer's process
+	}
+	subs, cleanup, err := env.instances(v, ns, "outside_write", n, time.Hour, load, nil)
 	if err != nil {
 		return Row{}, err
 	}
 	defer cleanup()
 	keyed, ok := subs[0].(Keyed)
-	if !ok {
+	if how != libraryDel && !ok {
 		return Row{}, fmt.Errorf("its Subject (%T) does not name its keys (Keyed)", subs[0])
 	}
 	enc, ok := subs[0].(Encoder)
 	if how == outsideSet && !ok {
 		return Row{}, fmt.Errorf("its Subject (%T) does not encode values (Encoder)", subs[0])
 	}
-	outside := env.NewClient()
+	del, ok := subs[n-1].(Deleter)
+	if how == libraryDel && !ok {
+		return Row{}, fmt.Errorf("its Subject (%T) does not delete through its library (Deleter)", subs[n-1])
+	}
+	var outside redis.UniversalClient
+	if how != libraryDel {
+		outside = env.NewClient()
+	}
 	read := func(ctx context.Context, proc, k int) (Value, error) {
 		return subs[proc].Get(ctx, int64(k+1))
 	}
 	d := p.drive(p.LocalTTL+time.Second, read, func(ctx context.Context, _, k int) (int64, error) {
 		ver := truth[k].Add(1)
+		if how == libraryDel {
+			return ver, del.Delete(ctx, int64(k+1))
+		}
 		key := keyed.CacheKey(int64(k + 1))
 		if how == outsideDel {
 			return ver, outside.Del(ctx, key).Err()
@@ -156,10 +224,10 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 		}
 		return ver, outside.Set(ctx, key, b, redis.KeepTTL).Err()
 	})
+	d.keySpace, d.zipf, d.window = p.KeySpace, p.zipfS(), p.Window
 	st := d.run(ctx)
 	row := Row{Variant: v.Name, Notes: v.Notes}
 	st.setInvalidation(&row)
-	row.Set(MetricStaleReads, float64(st.stale))
-	row.Set(MetricWritesUnseen, float64(st.unseen))
+	st.setStale(&row, p.KeySpace > 0)
 	return row, ctx.Err()
 }

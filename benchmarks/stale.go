@@ -19,6 +19,13 @@ const (
 	// MetricWritesUnseen counts the writes some reader process had not yet
 	// served when the run ended (their delay counts until then).
 	MetricWritesUnseen = "writes_unseen"
+	// MetricWritesUnread counts, over a skewed keyspace, the writes some
+	// reader process never read again before the run ended: neither
+	// served nor stale there (their delay covers the processes that did).
+	MetricWritesUnread = "writes_unread"
+	// MetricStaleAgeMax is the oldest stale read's age: from the return of
+	// the first write it missed to its beginning, in milliseconds.
+	MetricStaleAgeMax = "stale_age_max_ms"
 )
 
 // staleDrive runs readers over hot keys while one writer changes them, and
@@ -27,10 +34,19 @@ const (
 // O(writes × processes) records plus the stale reads, never every read (a
 // default local_invalidation run made tens of millions of reads, and
 // keeping them all cost gigabytes of heap and the GC work that came with
-// it, inside the very latencies being measured).
+// it, inside the very latencies being measured); the stale reads are
+// counted in a histogram of their ages per reader goroutine.
 type staleDrive struct {
 	procs, goroutines, keys, writes int
 	writeEvery                      time.Duration
+	// keySpace, when positive, makes keys the reads of a sweep, each of a
+	// key drawn from Zipf(zipf) over keySpace keys; the writes' keys are
+	// drawn from the same distribution (see LocalInvalidationParams).
+	keySpace int
+	zipf     float64
+	// window, when positive, is the stale reads' window (see
+	// LocalInvalidationParams.Window); 0: max(delays) + 10ms.
+	window time.Duration
 	// readEvery is each reader goroutine's pause after a sweep of the
 	// keys (DefaultReadEvery if not positive).
 	readEvery time.Duration
@@ -64,6 +80,10 @@ type writeRec struct {
 type keyLog struct {
 	mu     sync.Mutex
 	writes []writeRec
+	// last is, per process, when its latest read of the key began (nil
+	// until the key is read): over a skewed keyspace, whether a process
+	// read a write's key at all after the write returned.
+	last []int64
 }
 
 // wrote records a write of version ver that just returned, to be served
@@ -93,6 +113,10 @@ func (l *keyLog) wrote(ver int64, procs int, since func() int64, pending *atomic
 func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if proc >= len(l.last) {
+		l.last = append(l.last, make([]int64, proc+1-len(l.last))...)
+	}
+	l.last[proc] = max(l.last[proc], r.begin)
 	ws := l.writes
 	n := len(ws) // writes returned before the read began: ws[:n]
 	for n > 0 && ws[n-1].done >= r.begin {
@@ -123,11 +147,13 @@ type staleStats struct {
 	// return until every process served the new version (until the run's
 	// end for a write some process never served).
 	delays   []time.Duration
-	unseen   int   // writes some process never served
-	stale    int   // reads begun after a newer write returned
-	after    int   // of those, begun more than max(delays) + 10ms after it
-	requests int   // reads
-	errors   int64 // failed reads and writes
+	unseen   int           // writes some process read again but never served
+	unread   int           // writes some process never read again (keySpace only)
+	stale    int           // reads begun after a newer write returned
+	after    int           // of those, begun more than the window after it
+	maxAge   time.Duration // the oldest stale read's age
+	requests int           // reads
+	errors   int64         // failed reads and writes
 }
 
 // drive returns the staleDrive of p: read returns a value whose Name is
@@ -162,16 +188,20 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 	if d.readEvery <= 0 {
 		d.readEvery = DefaultReadEvery
 	}
+	nkeys, zipf := d.keys, 0.0
+	if d.keySpace > 0 {
+		nkeys, zipf = d.keySpace, d.zipf
+	}
 	start := time.Now()
 	since := func() int64 { return int64(time.Since(start)) }
-	logs := make([]keyLog, d.keys)
+	logs := make([]keyLog, nkeys)
 	var pending atomic.Int64 // (write, process) pairs not yet served
 	stop := make(chan struct{})
 	var errs atomic.Int64
 	// Each reader goroutine's count of reads, and the ages of its stale
 	// reads (see keyLog.read).
 	reads := make([]int, d.procs*d.goroutines)
-	ages := make([][]int64, d.procs*d.goroutines)
+	ages := make([]staleAges, d.procs*d.goroutines)
 	var wg sync.WaitGroup
 	for i := range reads {
 		wg.Add(1)
@@ -182,6 +212,9 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 			// goroutines of a process read different keys at a time),
 			// then pauses: every key is read by every process at least
 			// once per sweep and pause.
+			// Over a skewed keyspace a sweep reads d.keys keys drawn
+			// from its distribution instead.
+			keys := newZipfKeys(nkeys, zipf, uint64(i))
 			pause := time.NewTimer(0)
 			defer pause.Stop()
 			for {
@@ -190,8 +223,8 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 					return
 				case <-pause.C:
 				}
-				for j := range d.keys {
-					k := (i + j) % d.keys
+				for range d.keys {
+					k := keys.next()
 					b := since()
 					ver, err := d.read(ctx, proc, k)
 					if err != nil {
@@ -200,7 +233,7 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 					}
 					reads[i]++
 					if age := logs[k].read(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
-						ages[i] = append(ages[i], age)
+						ages[i].add(time.Duration(age), d.window)
 					}
 				}
 				pause.Reset(d.readEvery)
@@ -208,10 +241,17 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 		}()
 	}
 
+	// The writer's keys: in turn from key 0, or drawn with a seed no
+	// reader has.
+	wseed := uint64(0)
+	if zipf > 0 {
+		wseed = uint64(len(reads)) + 1<<32
+	}
+	wkeys := newZipfKeys(nkeys, zipf, wseed)
 	tick := time.NewTicker(d.writeEvery)
 	for w := 0; w < d.writes && ctx.Err() == nil; w++ {
 		<-tick.C
-		k := w % d.keys
+		k := wkeys.next()
 		ver, err := d.write(ctx, w, k)
 		if err != nil {
 			errs.Add(1)
@@ -228,7 +268,7 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 	}
 	close(stop)
 	wg.Wait()
-	st := analyseStale(logs, ages, since())
+	st := analyseStaleAges(logs, ages, since(), d.keySpace > 0, d.window)
 	for _, n := range reads {
 		st.requests += n
 	}
@@ -236,38 +276,85 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 	return st
 }
 
-// analyseStale computes the delays and stale counts from the key logs and
-// the stale reads' ages; end is the run's end.
+// analyseStale is analyseStaleAges over the ages of each goroutine's stale
+// reads, without a keyspace or a fixed window.
 func analyseStale(logs []keyLog, ages [][]int64, end int64) staleStats {
+	as := make([]staleAges, len(ages))
+	for i, a := range ages {
+		for _, age := range a {
+			as[i].add(time.Duration(age), 0)
+		}
+	}
+	return analyseStaleAges(logs, as, end, false, 0)
+}
+
+// analyseStaleAges computes the delays and stale counts from the key logs
+// and the stale reads' ages; end is the run's end. With skewed, a process that
+// never read a write's key after the write returned is left out of its
+// delay (the write counts in unread); a write no process read again has no
+// delay. window is the stale reads' window, or 0 for max(delays) + 10ms.
+func analyseStaleAges(logs []keyLog, ages []staleAges, end int64, skewed bool, window time.Duration) staleStats {
 	var st staleStats
 	for i := range logs {
-		for _, w := range logs[i].writes {
-			last := int64(0)
-			for _, f := range w.first {
-				if f.end == 0 {
-					last = -1
-					break
+		l := &logs[i]
+		for _, w := range l.writes {
+			last, unseen, unread := int64(-1), false, false
+			for proc, f := range w.first {
+				switch {
+				case f.end != 0:
+					last = max(last, f.end)
+				case skewed && (proc >= len(l.last) || l.last[proc] <= w.done):
+					unread = true
+				default:
+					unseen = true
 				}
-				last = max(last, f.end)
 			}
-			if last < 0 {
+			if unread {
+				st.unread++
+			}
+			if unseen {
 				st.unseen++
 				last = end
 			}
-			st.delays = append(st.delays, time.Duration(last-w.done))
-		}
-	}
-	slices.Sort(st.delays)
-	window := int64(quantile(st.delays, 1) + 10*time.Millisecond)
-	for _, as := range ages {
-		st.stale += len(as)
-		for _, a := range as {
-			if a > window {
-				st.after++
+			if last >= 0 {
+				st.delays = append(st.delays, time.Duration(last-w.done))
 			}
 		}
 	}
+	slices.Sort(st.delays)
+	fixed := window > 0
+	if !fixed {
+		window = quantile(st.delays, 1) + 10*time.Millisecond
+	}
+	for i := range ages {
+		a := &ages[i]
+		st.stale += int(a.h.n)
+		st.maxAge = max(st.maxAge, a.max)
+		if fixed {
+			st.after += int(a.after)
+		} else {
+			st.after += int(a.h.above(window))
+		}
+	}
 	return st
+}
+
+// staleAges are one reader goroutine's stale reads: a histogram of their
+// ages (bounded memory, however many there are), the oldest, and, when
+// the window is fixed in advance, an exact count of those past it.
+type staleAges struct {
+	h     latHist
+	max   time.Duration
+	after int64
+}
+
+// add counts a stale read of age a; window is the fixed window, or 0.
+func (s *staleAges) add(a, window time.Duration) {
+	s.h.add(a)
+	s.max = max(s.max, a)
+	if window > 0 && a > window {
+		s.after++
+	}
 }
 
 // setInvalidation sets local_invalidation's metrics on row.
@@ -278,4 +365,15 @@ func (st staleStats) setInvalidation(row *Row) {
 	row.Set(MetricInvalidationP99, ms(quantile(st.delays, 0.99)))
 	row.Set(MetricInvalidationMax, ms(quantile(st.delays, 1)))
 	row.Set(MetricStaleAfter, float64(st.after))
+}
+
+// setStale sets outside_write's staleness metrics on row: stale reads,
+// the oldest one's age, writes unseen and, over a skewed keyspace, unread.
+func (st staleStats) setStale(row *Row, skewed bool) {
+	row.Set(MetricStaleReads, float64(st.stale))
+	row.Set(MetricStaleAgeMax, ms(st.maxAge))
+	row.Set(MetricWritesUnseen, float64(st.unseen))
+	if skewed {
+		row.Set(MetricWritesUnread, float64(st.unread))
+	}
 }
