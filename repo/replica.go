@@ -134,8 +134,18 @@ type reads struct {
 }
 
 // replicasInUse is set once any repository has replicas: from then on
-// Transaction reads its commit's position for the invalidations.
+// a commit on a PostgreSQL database reads its position for the
+// invalidations (see needsPosition).
 var replicasInUse atomic.Bool
+
+// needsPosition reports whether a commit on db reads its position: some
+// repository of the process has replicas and db is PostgreSQL. A
+// repository of the same process on another database (SQLite, MySQL) has
+// no WAL position to read, and no replica of it reads one: reading it
+// there failed and logged an error for every kind of failure.
+func needsPosition(db *gorm.DB) bool {
+	return replicasInUse.Load() && db.Dialector != nil && db.Dialector.Name() == "postgres"
+}
 
 // resolverCallback is the name of dbresolver's callback, which picks the
 // connection pool of a statement.
@@ -428,12 +438,13 @@ var writePosLogged sync.Map
 
 // writeLSN returns the primary's WAL insert position, read after a
 // commit: at or past the end of its commit record. It is 0 without
-// replicas (nothing needs it), and UnknownLSN when it cannot be read.
+// replicas in the process or on a database other than PostgreSQL
+// (nothing needs it), and UnknownLSN when it cannot be read.
 // It is read on the *gorm.DB's own connection pool (the primary's: New
 // refuses a ReadDB that shares it), outside GORM's callbacks, so that no
 // resolver sends it to a replica.
 func writeLSN(ctx context.Context, db *gorm.DB) uint64 {
-	if !replicasInUse.Load() {
+	if !needsPosition(db) {
 		return 0
 	}
 	lsn, err := primaryLSN(ctx, db)

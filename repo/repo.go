@@ -21,7 +21,14 @@ import (
 type Repository[T any, ID comparable] struct {
 	c  *core[T, ID]
 	tx *Tx // nil outside a transaction
+	// rowSource hands package repo/cdc the repository's table
+	// (cdc.Invalidator.Register finds it here, not in a registry).
+	rowSource
 }
+
+// rowSource is rowchange.Source under a name that keeps it out of the
+// repository's documented API.
+type rowSource = rowchange.Source
 
 // core is what every view of a repository shares; immutable after New.
 type core[T any, ID comparable] struct {
@@ -149,9 +156,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 	}
 	c.shape = c.shapeOf()
 	c.readCols = readColumns(sch)
-	r := &Repository[T, ID]{c: c}
-	rowchange.Register(r, &feed[T, ID]{c: c, base: &Repository[T, ID]{c: c}})
-	return r, nil
+	return &Repository[T, ID]{c: c, rowSource: rowchange.NewSource(&feed[T, ID]{c: c, base: &Repository[T, ID]{c: c}})}, nil
 }
 
 // Name returns the entity's name in Redis keys.
@@ -168,7 +173,7 @@ func (r *Repository[T, ID]) Stats() cacheaside.Stats { return r.c.ent.Stats() }
 // reads query the transaction directly (uncached), so that they see the
 // transaction's own writes and never put uncommitted rows in the cache.
 func (r *Repository[T, ID]) WithTx(tx *Tx) *Repository[T, ID] {
-	return &Repository[T, ID]{c: r.c, tx: tx}
+	return &Repository[T, ID]{c: r.c, tx: tx, rowSource: r.rowSource}
 }
 
 // DB returns a *gorm.DB on T's table, bound to ctx and, in a WithTx view,

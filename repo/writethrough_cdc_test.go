@@ -92,7 +92,7 @@ func testWriteThroughCDC(t *testing.T, c0 string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, _ := rowchange.Lookup(writer)
+	found, _ := rowchange.TableOf(writer)
 	tbl, ok := found.(interface {
 		Queue(*cacheaside.Effects, rowchange.Change) ([]rowchange.Undecoded, error)
 	})

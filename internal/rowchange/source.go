@@ -1,32 +1,32 @@
 package rowchange
 
-import (
-	"reflect"
-	"runtime"
-	"sync"
-)
+import "reflect"
 
-// tables maps the address of a registered repository to its table (what
-// the repository gives the change-data-capture reader: package repo/cdc
-// declares the interface it must satisfy). The address is kept as a
-// number, not a pointer, so that the registry does not keep a repository
-// alive; a cleanup removes the entry when the repository is collected
-// (the garbage collector does not move objects).
-var tables sync.Map // uintptr → any
+// Source is what a repository hands package repo/cdc: its table, the
+// value that queues the cache work of a change (repo/cdc declares the
+// interface it must satisfy). package repo embeds a Source in
+// *repo.Repository under an unexported name, so that the repository itself
+// answers Table and no process-wide registry maps repositories to tables:
+// every view of a repository (a transaction's too) carries the same one,
+// and it is collected with the repository.
+type Source struct{ table any }
 
-// Register makes t the table of the repository at pointer owner, until
-// owner is collected. t must not refer to owner.
-func Register[O any](owner *O, t any) {
-	key := uintptr(reflect.ValueOf(owner).UnsafePointer())
-	tables.Store(key, t)
-	runtime.AddCleanup(owner, func(key uintptr) { tables.CompareAndDelete(key, t) }, key)
-}
+// NewSource returns the Source of table t.
+func NewSource(t any) Source { return Source{table: t} }
 
-// Lookup returns the table registered for owner, a pointer.
-func Lookup(owner any) (any, bool) {
-	v := reflect.ValueOf(owner)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
+// RowChangeTable returns the table, or nil for the zero Source.
+func (s Source) RowChangeTable() any { return s.table }
+
+// TableOf returns the table of owner, a value whose type embeds a Source
+// (a *repo.Repository), and whether it has one; a nil pointer has none.
+func TableOf(owner any) (any, bool) {
+	o, ok := owner.(interface{ RowChangeTable() any })
+	if !ok {
 		return nil, false
 	}
-	return tables.Load(uintptr(v.UnsafePointer()))
+	if v := reflect.ValueOf(owner); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, false
+	}
+	t := o.RowChangeTable()
+	return t, t != nil
 }

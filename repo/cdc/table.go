@@ -8,8 +8,8 @@ import (
 )
 
 // table is what a repository gives the change-data-capture reader:
-// package repo registers one per repository (rowchange.Register), and
-// Register finds it (rowchange.Lookup).
+// every repository carries one (rowchange.Source), and Register finds it
+// there (rowchange.TableOf).
 type table interface {
 	// Table returns the table's name, optionally schema-qualified.
 	Table() string
@@ -36,7 +36,7 @@ type table interface {
 
 // lookup returns the table of target, a repository made by repo.New.
 func lookup(target any) (table, bool) {
-	v, ok := rowchange.Lookup(target)
+	v, ok := rowchange.TableOf(target)
 	if !ok {
 		return nil, false
 	}
