@@ -153,6 +153,7 @@ type staleStats struct {
 	after    int           // of those, begun more than the window after it
 	maxAge   time.Duration // the oldest stale read's age
 	requests int           // reads
+	writes   int           // writes made without an error
 	errors   int64         // failed reads and writes
 }
 
@@ -248,6 +249,7 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 		wseed = uint64(len(reads)) + 1<<32
 	}
 	wkeys := newZipfKeys(nkeys, zipf, wseed)
+	wrote := 0
 	tick := time.NewTicker(d.writeEvery)
 	for w := 0; w < d.writes && ctx.Err() == nil; w++ {
 		<-tick.C
@@ -255,6 +257,8 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 		ver, err := d.write(ctx, w, k)
 		if err != nil {
 			errs.Add(1)
+		} else {
+			wrote++
 		}
 		logs[k].wrote(ver, d.procs, since, &pending)
 	}
@@ -273,6 +277,7 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 		st.requests += n
 	}
 	st.errors = errs.Load()
+	st.writes = wrote
 	return st
 }
 
@@ -367,9 +372,11 @@ func (st staleStats) setInvalidation(row *Row) {
 	row.Set(MetricStaleAfter, float64(st.after))
 }
 
-// setStale sets outside_write's staleness metrics on row: stale reads,
-// the oldest one's age, writes unseen and, over a skewed keyspace, unread.
+// setStale sets outside_write's staleness metrics on row: writes made,
+// stale reads, the oldest one's age, writes unseen and, over a skewed
+// keyspace, unread.
 func (st staleStats) setStale(row *Row, skewed bool) {
+	row.Set(MetricWrites, float64(st.writes))
 	row.Set(MetricStaleReads, float64(st.stale))
 	row.Set(MetricStaleAgeMax, ms(st.maxAge))
 	row.Set(MetricWritesUnseen, float64(st.unseen))

@@ -77,8 +77,8 @@ func fold(rounds []benchmarks.Result) benchmarks.Result {
 }
 
 // foldMetric folds one metric's per-round values: the median for
-// ns_per_op, ratios and latency percentiles, the largest for max_ms and
-// invalidation_max_ms, the
+// ns_per_op, ratios and latency percentiles, the largest for max_ms,
+// invalidation_max_ms and stale_age_max_ms, the
 // first for value_bytes, the mean for counts (requests, errors, DB loads,
 // expiries, round trips, allocations).
 func foldMetric(name string, v []float64) float64 {
@@ -86,7 +86,7 @@ func foldMetric(name string, v []float64) float64 {
 	case benchmarks.MetricNsPerOp, benchmarks.MetricRatio, benchmarks.MetricP50, benchmarks.MetricP99,
 		benchmarks.MetricP50us, benchmarks.MetricP99us, benchmarks.MetricInvalidationP50, benchmarks.MetricInvalidationP99:
 		return median(v)
-	case benchmarks.MetricMax, benchmarks.MetricInvalidationMax:
+	case benchmarks.MetricMax, benchmarks.MetricInvalidationMax, benchmarks.MetricStaleAgeMax:
 		return slices.Max(v)
 	case benchmarks.MetricValueBytes:
 		return v[0]

@@ -52,6 +52,12 @@ func (g *goRedisSubject) Get(ctx context.Context, id int64) (benchmarks.Value, e
 	return v, err
 }
 
+// Delete deletes id's value with Cache.Delete: from Redis and from this
+// process's TinyLFU (go-redis/cache tells no other process).
+func (g *goRedisSubject) Delete(ctx context.Context, id int64) error {
+	return g.c.Delete(ctx, g.prefix+itoa(id))
+}
+
 // CacheKey is id's key in Redis (and in the TinyLFU).
 func (g *goRedisSubject) CacheKey(id int64) string { return g.prefix + itoa(id) }
 

@@ -66,6 +66,14 @@ func (g *goZeroSubject) Get(ctx context.Context, id int64) (benchmarks.Value, er
 	return v, err
 }
 
+// Delete deletes id's value with DelCtx, the call go-zero's generated
+// models make after a write (sqlc.CachedConn.ExecCtx). DelCtx returns nil
+// whatever happened to the DEL (it logs a failure and queues a retry), so
+// an error here never comes from Redis.
+func (g *goZeroSubject) Delete(ctx context.Context, id int64) error {
+	return g.c.DelCtx(ctx, g.prefix+itoa(id))
+}
+
 // newGoZeroRedis returns a go-zero *redis.Redis whose commands run on the
 // Setup's own client. go-zero builds its go-redis clients itself, one per
 // address for the whole process (10·GOMAXPROCS connections, three retries),

@@ -93,6 +93,13 @@ func (j *jetSubject) Get(ctx context.Context, id int64) (benchmarks.Value, error
 	return v, err
 }
 
+// Delete deletes id's value with the cache's Delete: from Redis and from
+// this process's FreeCache (the other processes' are told only with
+// WithSyncLocal and an event handler the user writes; not here).
+func (j *jetSubject) Delete(ctx context.Context, id int64) error {
+	return j.c.Delete(ctx, j.prefix+itoa(id))
+}
+
 // CacheKey is id's key in Redis (and in FreeCache).
 func (j *jetSubject) CacheKey(id int64) string { return j.prefix + itoa(id) }
 

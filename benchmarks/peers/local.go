@@ -25,11 +25,15 @@ const (
 // (ops/s and counts: means; ns/op and percentiles: medians), plus
 // vs_asidekit: ns_per_op over RefHotKey's (below 1 is faster).
 func CompareHotKey(ctx context.Context, env *benchmarks.Env, p Params, progress Progress) (benchmarks.Result, error) {
+	return compareHotKey(ctx, env, p, progress, "hot_key")
+}
+
+func compareHotKey(ctx context.Context, env *benchmarks.Env, p Params, progress Progress, scenario string) (benchmarks.Result, error) {
 	vs := append(benchmarks.HitVariants(), HotKeyVariants()...)
 	run := func(ctx context.Context, vs []benchmarks.Variant) (benchmarks.Result, error) {
 		return benchmarks.RunHotKey(ctx, env, p.HotKey, vs)
 	}
-	rounds, err := interleave(ctx, "hot_key", p.rounds(), vs, false, run, progress)
+	rounds, err := interleave(ctx, scenario, p.rounds(), vs, false, run, progress)
 	if err != nil {
 		return benchmarks.Result{}, err
 	}
@@ -46,7 +50,7 @@ func CompareHotKey(ctx context.Context, env *benchmarks.Env, p Params, progress 
 // each variant with fresh keys every round. vs_asidekit is
 // invalidation_max_ms over RefOutsideWrite's.
 func CompareOutsideWrite(ctx context.Context, env *benchmarks.Env, p Params, progress Progress) (benchmarks.Result, error) {
-	return compareOutside(ctx, env, p, progress, "outside_write", RefOutsideWrite, benchmarks.RunOutsideWrite)
+	return compareOutside(ctx, env, p, progress, "outside_write", RefOutsideWrite, benchmarks.RunOutsideWrite, OutsideWriteVariants)
 }
 
 // CompareOutsideSet is CompareOutsideWrite with benchmarks.RunOutsideSet:
@@ -54,14 +58,17 @@ func CompareOutsideWrite(ctx context.Context, env *benchmarks.Env, p Params, pro
 // library's encoding (see the Subjects' OutsideValue), instead of deleting
 // it. vs_asidekit is invalidation_max_ms over RefOutsideSet's.
 func CompareOutsideSet(ctx context.Context, env *benchmarks.Env, p Params, progress Progress) (benchmarks.Result, error) {
-	return compareOutside(ctx, env, p, progress, "outside_set", RefOutsideSet, benchmarks.RunOutsideSet)
+	return compareOutside(ctx, env, p, progress, "outside_set", RefOutsideSet, benchmarks.RunOutsideSet, OutsideWriteVariants)
 }
 
 // outsideRun is benchmarks.RunOutsideWrite or RunOutsideSet.
 type outsideRun func(context.Context, *benchmarks.Env, benchmarks.LocalInvalidationParams, []benchmarks.Variant) (benchmarks.Result, error)
 
-func compareOutside(ctx context.Context, env *benchmarks.Env, p Params, progress Progress, scenario, ref string, runOutside outsideRun) (benchmarks.Result, error) {
-	vs := append(benchmarks.OutsideWriteVariants(p.OutsideWrite), OutsideWriteVariants(p.OutsideWrite)...)
+// peerVariants are a scenario's peer variants for its sizes.
+type peerVariants func(benchmarks.LocalInvalidationParams) []benchmarks.Variant
+
+func compareOutside(ctx context.Context, env *benchmarks.Env, p Params, progress Progress, scenario, ref string, runOutside outsideRun, peers peerVariants) (benchmarks.Result, error) {
+	vs := append(benchmarks.OutsideWriteVariants(p.OutsideWrite), peers(p.OutsideWrite)...)
 	run := func(ctx context.Context, vs []benchmarks.Variant) (benchmarks.Result, error) {
 		return runOutside(ctx, env, p.OutsideWrite, vs)
 	}
@@ -84,7 +91,7 @@ func hotKeySummary(res benchmarks.Result) []string {
 	}
 	refNs, _ := ref.Get(benchmarks.MetricNsPerOp)
 	var out []string
-	for _, name := range []string{JetcacheLocal, GoRedisCacheLocal, "asidekit"} {
+	for _, name := range []string{JetcacheLocal, GoRedisCacheLocal, "asidekit", Jetcache, GoRedisCache} {
 		r := res.Row(name)
 		if r == nil {
 			continue
@@ -92,8 +99,8 @@ func hotKeySummary(res benchmarks.Result) []string {
 		ns, _ := r.Get(benchmarks.MetricNsPerOp)
 		p99, _ := r.Get(benchmarks.MetricP99us)
 		refP99, _ := ref.Get(benchmarks.MetricP99us)
-		out = append(out, fmt.Sprintf("hot_key: %s %.0f ns/op (p99 %.1f µs), %s %.0f ns/op (p99 %.1f µs): %.2f× its time per read",
-			RefHotKey, refNs, refP99, name, ns, p99, ratio(refNs, ns)))
+		out = append(out, fmt.Sprintf("%s: %s %.0f ns/op (p99 %.1f µs), %s %.0f ns/op (p99 %.1f µs): %.2f× its time per read",
+			res.Scenario, RefHotKey, refNs, refP99, name, ns, p99, ratio(refNs, ns)))
 	}
 	return out
 }
@@ -102,23 +109,23 @@ func hotKeySummary(res benchmarks.Result) []string {
 // served after an outside DEL (outside_write) or SET (outside_set) and how
 // many stale reads that made.
 func outsideWriteSummary(res benchmarks.Result) []string {
-	cmd := "DEL"
-	if res.Scenario == "outside_set" {
-		cmd = "SET"
-	}
+	how := outsideSummaryHow(res.Scenario)
 	var out []string
 	for _, r := range res.Rows {
 		mx, _ := r.Get(benchmarks.MetricInvalidationMax)
 		p50, _ := r.Get(benchmarks.MetricInvalidationP50)
 		stale, _ := r.Get(benchmarks.MetricStaleReads)
+		after, _ := r.Get(benchmarks.MetricStaleAfter)
+		age, _ := r.Get(benchmarks.MetricStaleAgeMax)
 		unseen, _ := r.Get(benchmarks.MetricWritesUnseen)
+		reads := fmt.Sprintf("%s stale reads, %s after the window, the oldest %.1f ms", num(stale), num(after), age)
 		if unseen > 0 {
-			out = append(out, fmt.Sprintf("%s: %s still served the old value when the run ended, %.1f ms after a plain %s, for %s of the writes (%s stale reads)",
-				res.Scenario, r.Variant, mx, cmd, num(unseen), num(stale)))
+			out = append(out, fmt.Sprintf("%s: %s still served the old value when the run ended, %.1f ms after %s, for %s of the writes (%s)",
+				res.Scenario, r.Variant, mx, how, num(unseen), reads))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s served the old value up to %.1f ms after a plain %s (p50 %.1f ms; %s stale reads)",
-			res.Scenario, r.Variant, mx, cmd, p50, num(stale)))
+		out = append(out, fmt.Sprintf("%s: %s served the old value up to %.1f ms after %s (p50 %.1f ms; %s)",
+			res.Scenario, r.Variant, mx, how, p50, reads))
 	}
 	return out
 }

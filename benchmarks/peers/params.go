@@ -20,6 +20,14 @@ type Params struct {
 	// after each sweep of the keys: the rate of its former per-read pauses
 	// (200µs over 4 keys, 100µs over 8).
 	OutsideWrite benchmarks.LocalInvalidationParams
+	// HotKeyFleet sizes hot_key_fleet: hot_key over 4 processes and a
+	// Zipf keyspace (DefaultFleetKeySpace keys, DefaultFleetZipf).
+	HotKeyFleet benchmarks.HotKeyParams
+	// OutsideWriteFleet sizes outside_write_fleet and
+	// library_delete_fleet: 4 reader processes over the same keyspace,
+	// the writer's keys drawn alike, stale reads judged against
+	// DefaultFleetWindow. (library_delete runs at OutsideWrite's sizes.)
+	OutsideWriteFleet benchmarks.LocalInvalidationParams
 	// Rounds is how many times each scenario runs, the variants' order
 	// alternating between rounds. Default 3 when zero.
 	Rounds int
@@ -44,6 +52,8 @@ func QuickParams() Params {
 	p.HotKey = benchmarks.HotKeyParams{Load: benchmarks.Load{Instances: 1, Goroutines: 4}, Keys: 8, ValueSize: 200, Duration: time.Second}
 	p.OutsideWrite = benchmarks.LocalInvalidationParams{Load: benchmarks.Load{Instances: 2, Goroutines: 2}, Keys: 4,
 		Writes: 20, WriteEvery: 50 * time.Millisecond, ReadEvery: 800 * time.Microsecond, LocalTTL: time.Second, Tail: 2 * time.Second}
+	p.HotKeyFleet = fleetHotKey(time.Second)
+	p.OutsideWriteFleet = fleetOutsideWrite(40, 25*time.Millisecond)
 	return p
 }
 
@@ -57,6 +67,8 @@ func DefaultParams() Params {
 	p.HotKey = benchmarks.HotKeyParams{Load: benchmarks.Load{Instances: 1, Goroutines: 8}, Keys: 8, ValueSize: 200, Duration: 3 * time.Second}
 	p.OutsideWrite = benchmarks.LocalInvalidationParams{Load: benchmarks.Load{Instances: 4, Goroutines: 2}, Keys: 8,
 		Writes: 100, WriteEvery: 20 * time.Millisecond, ReadEvery: 800 * time.Microsecond, LocalTTL: 5 * time.Second, Tail: 6 * time.Second}
+	p.HotKeyFleet = fleetHotKey(3 * time.Second)
+	p.OutsideWriteFleet = fleetOutsideWrite(100, 20*time.Millisecond)
 	return p
 }
 

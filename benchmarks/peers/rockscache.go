@@ -45,6 +45,14 @@ func newRocks(s benchmarks.Setup, nullTTL time.Duration, noJitter bool) (benchma
 	}, nil
 }
 
+// Delete marks id's value deleted with TagAsDeleted2, rockscache's call
+// after a write: the value stays, marked, and the next reader recomputes
+// it (in the default weak mode the other readers get the old value
+// meanwhile; StrongConsistency makes them wait).
+func (r *rocksSubject) Delete(ctx context.Context, id int64) error {
+	return r.rc.TagAsDeleted2(ctx, r.prefix+itoa(id))
+}
+
 func (r *rocksSubject) Get(ctx context.Context, id int64) (benchmarks.Value, error) {
 	var v benchmarks.Value
 	s, err := r.rc.Fetch2(ctx, r.prefix+itoa(id), r.expire, func() (string, error) {

@@ -30,9 +30,9 @@ func Summary(results []benchmarks.Result) []string {
 			out = append(out, hitSummary(res)...)
 		case "breakdown":
 			out = append(out, countSummary(res, RefBreakdown, benchmarks.MetricDBLoadsPerExpiry, "DB loads per hot-key expiry"))
-		case "hot_key":
+		case "hot_key", HotKeyFleet:
 			out = append(out, hotKeySummary(res)...)
-		case "outside_write", "outside_set":
+		case "outside_write", "outside_set", OutsideWriteFleet, LibraryDelete, LibraryDeleteFleet:
 			out = append(out, outsideWriteSummary(res)...)
 		case "penetration":
 			out = append(out,

@@ -10,14 +10,22 @@
 //	asidepeers [flags] [SCENARIO...]
 //
 // SCENARIO is hit, penetration, breakdown, hot_key, outside_write,
-// outside_set or all (the default). hot_key reads a few warm keys from
+// outside_set, library_delete, hot_key_fleet, outside_write_fleet,
+// library_delete_fleet or all (the default). hot_key reads a few warm keys from
 // concurrent callers through asidekit (remote only and with its near cache,
 // Policy.Local) and through jetcache-go and go-redis/cache (remote only and with their local
 // caches); outside_write deletes the values with a plain DEL from another
 // client and measures how long each keeps serving the old one; outside_set
 // does the same with a plain SET of the new value into each library's key,
 // in the library's own encoding (asidekit, which exports no entry encoder,
-// gets the plain JSON value: a foreign entry it deletes and reloads).
+// gets the plain JSON value: a foreign entry it deletes and reloads);
+// library_delete has the writer delete through each library's own call
+// instead (asidekit Entity.Invalidate, go-zero DelCtx, rockscache
+// TagAsDeleted2, jetcache-go and go-redis/cache Delete), from a process of
+// its own. The *_fleet scenarios are hot_key, outside_write and
+// library_delete at fleet shape: 4 processes, keys drawn from Zipf(1.1)
+// over -keyspace keys (10,000), the writer's keys drawn alike, and stale
+// reads judged against a fixed 100 ms window.
 //
 // Each scenario runs -rounds times, the variants' order alternating between
 // rounds, and the rounds are folded into one table (counts: means per
@@ -67,7 +75,8 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outside_write", "outside_set"}
+var scenarioNames = []string{"hit", "penetration", "breakdown", "hot_key", "outside_write", "outside_set",
+	peers.LibraryDelete, peers.HotKeyFleet, peers.OutsideWriteFleet, peers.LibraryDeleteFleet}
 
 type options struct {
 	redis, postgres       string
@@ -75,6 +84,7 @@ type options struct {
 	busy                  burn.Mode
 	rounds                int
 	instances, goroutines int
+	keySpace              int
 	jsonFile, mdFile      string
 }
 
@@ -89,6 +99,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.IntVar(&o.rounds, "rounds", 0, "interleaved rounds per scenario (`N`; default 2 with -quick, else 3)")
 	fs.IntVar(&o.instances, "instances", 0, "simulated processes in penetration and breakdown (`N`; default 2 with -quick, else 4)")
 	fs.IntVar(&o.goroutines, "goroutines", 0, "goroutines per process (`C`; default 8 with -quick, else 16)")
+	fs.IntVar(&o.keySpace, "keyspace", 0, fmt.Sprintf("keys of the *_fleet scenarios' Zipf keyspace (`N`; default %d)", peers.DefaultFleetKeySpace))
 	fs.StringVar(&o.jsonFile, "json", "", "write the folded results as JSON to `FILE`")
 	fs.StringVar(&o.mdFile, "md", "", "write the summary and tables as Markdown to `FILE`")
 	fs.Usage = func() {
@@ -158,8 +169,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func (o *options) check() error {
 	switch {
-	case o.rounds < 0 || o.instances < 0 || o.goroutines < 0:
-		return errors.New("-rounds, -instances and -goroutines must be positive")
+	case o.rounds < 0 || o.instances < 0 || o.goroutines < 0 || o.keySpace < 0:
+		return errors.New("-rounds, -instances, -goroutines and -keyspace must be positive")
+	case o.keySpace > 10_000_000:
+		return errors.New("-keyspace is at most 10000000")
 	case o.rounds > 100 || o.instances > 256 || o.goroutines > 1024:
 		return errors.New("-rounds is at most 100, -instances at most 256 and -goroutines at most 1024")
 	case o.embedded && (o.redis != "" || o.postgres != ""):
@@ -180,6 +193,9 @@ func (o *options) params() peers.Params {
 	}
 	if o.rounds > 0 {
 		p.Rounds = o.rounds
+	}
+	if o.keySpace > 0 {
+		p.HotKeyFleet.KeySpace, p.OutsideWriteFleet.KeySpace = o.keySpace, o.keySpace
 	}
 	for _, l := range []*benchmarks.Load{&p.Penetration.Load, &p.Breakdown.Load} {
 		if o.instances > 0 {
@@ -254,6 +270,14 @@ func runScenarios(ctx context.Context, env *benchmarks.Env, o options, burner *b
 			res, err = peers.CompareOutsideWrite(ctx, env, p, progress)
 		case "outside_set":
 			res, err = peers.CompareOutsideSet(ctx, env, p, progress)
+		case peers.LibraryDelete:
+			res, err = peers.CompareLibraryDelete(ctx, env, p, progress)
+		case peers.HotKeyFleet:
+			res, err = peers.CompareHotKeyFleet(ctx, env, p, progress)
+		case peers.OutsideWriteFleet:
+			res, err = peers.CompareOutsideWriteFleet(ctx, env, p, progress)
+		case peers.LibraryDeleteFleet:
+			res, err = peers.CompareLibraryDeleteFleet(ctx, env, p, progress)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "asidepeers: %s: %v\n", s, err)

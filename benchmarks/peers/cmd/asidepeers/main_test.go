@@ -58,7 +58,8 @@ func TestRun_badUsage(t *testing.T) {
 
 // TestParseScenarios: nothing and "all" mean every scenario, in run order.
 func TestParseScenarios(t *testing.T) {
-	for _, args := range [][]string{nil, {"all"}, {"breakdown", "hit", "penetration", "hit", "outside_set", "outside_write", "hot_key"}} {
+	for _, args := range [][]string{nil, {"all"}, {"breakdown", "hit", "penetration", "hit", "outside_set", "outside_write", "hot_key",
+		"library_delete_fleet", "outside_write_fleet", "hot_key_fleet", "library_delete"}} {
 		got, err := parseScenarios(args)
 		if err != nil || !slices.Equal(got, scenarioNames) {
 			t.Errorf("%q: %v, %v", args, got, err)
