@@ -156,60 +156,41 @@ func runHistory(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) []st
 	}
 	db := &historyDB{vers: make([]atomic.Int64, historyIDs)}
 	var h history
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	report := func(err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}
+	w := newCrew()
 	ctx := context.Background()
+	mix := readMix{draw: func() int { return rand.IntN(historyIDs) }, many: 3, ids: 2}
 	for pi, e := range ents {
-		for g := 0; g < historyReaders; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					historyRead(ctx, e, db, &h, report)
-				}
-			}()
+		for range historyReaders {
+			w.loop(func() bool { historyRead(ctx, e, db, &h, w.report, mix); return true })
 		}
 		if pi == 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() { // a writer
-			defer wg.Done()
-			for !stop.Load() {
-				n := rand.IntN(historyIDs)
-				ver := db.vers[n].Add(1)
-				if err := e.Invalidate(ctx, strconv.Itoa(n)); err != nil {
-					report(err)
-					return
-				}
-				h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
-				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // pacing, not synchronisation
+		w.loop(func() bool { // a writer
+			n := rand.IntN(historyIDs)
+			ver := db.vers[n].Add(1)
+			if err := e.Invalidate(ctx, strconv.Itoa(n)); err != nil {
+				w.report(err)
+				return false
 			}
-		}()
+			h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
+			time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // pacing, not synchronisation
+			return true
+		})
 	}
 	// Run for historyRun, and on until enough happened to tell anything.
 	start := time.Now()
 	for time.Since(start) < historyRun || h.size() < historyMinOps || failedOpen(ents[0]) < historyMinOps {
 		if time.Since(start) > 60*time.Second {
+			_ = w.wait()
 			t.Fatalf("too little happened in a minute: %d writes, %d failed-open reads", h.size(), failedOpen(ents[0]))
 		}
 		cut.cut.Store(!cut.cut.Load())
 		time.Sleep(time.Duration(5+rand.IntN(40)) * time.Millisecond)
 	}
 	cut.cut.Store(false)
-	stop.Store(true)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := w.wait(); err != nil {
 		t.Fatal(err)
-	default:
 	}
 	st := ents[0].Stats()
 	t.Logf("%v: %d reads, %d writes; cut process: %d cache errors, %d bypassed, %d loads",
@@ -217,13 +198,20 @@ func runHistory(t *testing.T, r *testcontainers.RedisNamespace, s Strategy) []st
 	return h.stale(historyIDs)
 }
 
-// historyRead is one Get or GetMany of random ids, recorded with the time
-// it began. ErrOverloaded and ErrWaitTimeout are allowed answers; other
-// errors are reported.
-func historyRead(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error)) {
+// readMix is how a history run's readers read: draw picks an id, one
+// read in many is a GetMany of ids ids (the others are Gets).
+type readMix struct {
+	draw      func() int
+	many, ids int
+}
+
+// historyRead is one Get or GetMany of ids m.draw picks, recorded with
+// the time it began. ErrOverloaded and ErrWaitTimeout are allowed
+// answers; other errors are reported.
+func historyRead(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error), m readMix) {
 	start := time.Now()
-	if rand.IntN(3) > 0 {
-		n := rand.IntN(historyIDs)
+	if rand.IntN(m.many) > 0 {
+		n := m.draw()
 		u, err := e.Get(ctx, strconv.Itoa(n), db.load)
 		switch {
 		case err == nil:
@@ -233,7 +221,10 @@ func historyRead(ctx context.Context, e *Entity[user], db *historyDB, h *history
 		}
 		return
 	}
-	ids := []string{strconv.Itoa(rand.IntN(historyIDs)), strconv.Itoa(rand.IntN(historyIDs))}
+	ids := make([]string, m.ids)
+	for i := range ids {
+		ids[i] = strconv.Itoa(m.draw())
+	}
 	got, err := e.GetMany(ctx, ids, db.loadMany)
 	if err != nil && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout) {
 		report(err)
@@ -241,6 +232,46 @@ func historyRead(ctx context.Context, e *Entity[user], db *historyDB, h *history
 	for id, u := range got {
 		n, _ := strconv.Atoi(id)
 		h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
+	}
+}
+
+// crew runs the goroutines of a history run: each loops until the crew
+// stops or it returns false, and the first error one reports is kept.
+type crew struct {
+	stop atomic.Bool
+	wg   sync.WaitGroup
+	errs chan error
+}
+
+func newCrew() *crew { return &crew{errs: make(chan error, 1)} }
+
+// report keeps err if it is the first.
+func (c *crew) report(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+// loop runs f in a goroutine of its own until the crew stops or f
+// returns false.
+func (c *crew) loop(f func() bool) {
+	c.wg.Go(func() {
+		for !c.stop.Load() && f() {
+		}
+	})
+}
+
+// wait stops the crew (if it is not stopped yet), waits for its
+// goroutines and returns the first error reported, if any.
+func (c *crew) wait() error {
+	c.stop.Store(true)
+	c.wg.Wait()
+	select {
+	case err := <-c.errs:
+		return err
+	default:
+		return nil
 	}
 }
 

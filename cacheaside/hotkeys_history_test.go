@@ -2,7 +2,6 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -104,64 +103,20 @@ func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace) ([]string, St
 	db := &historyDB{vers: make([]atomic.Int64, hotHistIDs)}
 	var locks [hotHistIDs]sync.Mutex // one write of an id at a time: its fence is its own
 	var h history
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	report := func(err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}
+	w := newCrew()
 	ctx := context.Background()
+	mix := readMix{draw: skewedID, many: 4, ids: 3}
 	for _, e := range ents {
 		for range hotHistReaders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					hotHistRead(ctx, e, db, &h, report)
-				}
-			}()
+			w.loop(func() bool { historyRead(ctx, e, db, &h, w.report, mix); return true })
 		}
-		wg.Add(1)
-		go func() { // a writer
-			defer wg.Done()
-			for !stop.Load() {
-				n := skewedID()
-				id := strconv.Itoa(n)
-				fence := e.prefix + id + "}:fence"
-				locks[n].Lock()
-				seen := make([]int, len(feeds))
-				for i, f := range feeds {
-					seen[i] = f.count(fence)
-				}
-				ver := db.vers[n].Add(1)
-				var err error
-				if rand.IntN(2) == 0 {
-					err = e.Invalidate(ctx, id)
-				} else {
-					err = e.Set(ctx, id, user{ID: id, Ver: int(ver)})
-				}
-				if err == nil {
-					err = e.c.client.Set(ctx, fence, ver, time.Minute).Err()
-				}
-				if err != nil {
-					locks[n].Unlock()
-					report(err)
-					return
-				}
-				for i, f := range feeds {
-					if !f.await(fence, seen[i]) {
-						locks[n].Unlock()
-						return
-					}
-				}
-				h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
-				locks[n].Unlock()
-				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // pacing, not synchronisation
+		w.loop(func() bool {
+			if !hotHistWrite(ctx, e, db, &h, w.report, feeds, &locks) {
+				return false
 			}
-		}()
+			time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // pacing, not synchronisation
+			return true
+		})
 	}
 	sum := func() Stats {
 		var s Stats
@@ -175,12 +130,12 @@ func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace) ([]string, St
 		}
 		return s
 	}
-	halt := func() {
-		stop.Store(true)
+	halt := func() error {
+		w.stop.Store(true)
 		for _, f := range feeds {
 			f.end()
 		}
-		wg.Wait()
+		return w.wait()
 	}
 	start := time.Now()
 	for {
@@ -190,44 +145,54 @@ func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace) ([]string, St
 			break
 		}
 		if time.Since(start) > 60*time.Second {
-			halt()
+			_ = halt()
 			t.Fatalf("too little happened in a minute: %d writes, %+v", h.size(), s)
 		}
 		time.Sleep(20 * time.Millisecond) // the run itself, not a synchronisation
 	}
-	halt()
-	select {
-	case err := <-errs:
+	if err := halt(); err != nil {
 		t.Fatal(err)
-	default:
 	}
 	return h.stale(hotHistIDs), sum(), len(h.reads), len(h.writes)
 }
 
-// hotHistRead is one Get or GetMany of skewed ids, recorded with the time
-// it began.
-func hotHistRead(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error)) {
-	start := time.Now()
-	if rand.IntN(4) > 0 {
-		n := skewedID()
-		u, err := e.Get(ctx, strconv.Itoa(n), db.load)
-		switch {
-		case err == nil:
-			h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
-		case !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout):
-			report(err)
-		}
-		return
+// hotHistWrite is one write of a skewed id by e's process: the source
+// of truth, then Invalidate or Set, then the id's fence (the id locked
+// throughout: its fence is its own), recorded once
+// every process's feed delivered the fence. It returns false when the run
+// is to end (an error, reported, or a feed that ended).
+func hotHistWrite(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error),
+	feeds []*fences, locks *[hotHistIDs]sync.Mutex) bool {
+	n := skewedID()
+	id := strconv.Itoa(n)
+	fence := e.prefix + id + "}:fence"
+	locks[n].Lock()
+	defer locks[n].Unlock()
+	seen := make([]int, len(feeds))
+	for i, f := range feeds {
+		seen[i] = f.count(fence)
 	}
-	ids := []string{strconv.Itoa(skewedID()), strconv.Itoa(skewedID()), strconv.Itoa(skewedID())}
-	got, err := e.GetMany(ctx, ids, db.loadMany)
-	if err != nil && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout) {
+	ver := db.vers[n].Add(1)
+	var err error
+	if rand.IntN(2) == 0 {
+		err = e.Invalidate(ctx, id)
+	} else {
+		err = e.Set(ctx, id, user{ID: id, Ver: int(ver)})
+	}
+	if err == nil {
+		err = e.c.client.Set(ctx, fence, ver, time.Minute).Err()
+	}
+	if err != nil {
 		report(err)
+		return false
 	}
-	for id, u := range got {
-		n, _ := strconv.Atoi(id)
-		h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
+	for i, f := range feeds {
+		if !f.await(fence, seen[i]) {
+			return false
+		}
 	}
+	h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
+	return true
 }
 
 // Processes that promote their hot keys on their own never serve a read

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,42 +66,26 @@ func runRestartHistory(t *testing.T, s Strategy) ([]string, restartStats) {
 	}
 	db := &historyDB{vers: make([]atomic.Int64, restartIDs)}
 	var h history
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
-	report := func(err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}
+	w := newCrew()
 	ctx := context.Background()
+	mix := readMix{draw: func() int { return rand.IntN(restartIDs) }, many: 4, ids: 2}
 	for _, e := range ents {
 		for range restartReaders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					restartRead(ctx, e, db, &h, report)
-				}
-			}()
+			w.loop(func() bool { historyRead(ctx, e, db, &h, w.report, mix); return true })
 		}
-		wg.Add(1)
-		go func() { // a writer: the source of truth, then Invalidate
-			defer wg.Done()
-			for !stop.Load() {
-				n := rand.IntN(restartIDs)
-				ver := db.vers[n].Add(1)
-				err := e.Invalidate(ctx, strconv.Itoa(n))
-				if err != nil && !errors.Is(err, ErrInvalidationPending) {
-					report(err)
-					return
-				}
-				// Returned: done, or queued for the retrier.
-				h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
-				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // pacing, not synchronisation
+		w.loop(func() bool { // a writer: the source of truth, then Invalidate
+			n := rand.IntN(restartIDs)
+			ver := db.vers[n].Add(1)
+			err := e.Invalidate(ctx, strconv.Itoa(n))
+			if err != nil && !errors.Is(err, ErrInvalidationPending) {
+				w.report(err)
+				return false
 			}
-		}()
+			// Returned: done, or queued for the retrier.
+			h.add(&h.writes, historyOp{id: n, at: time.Now(), ver: int(ver)})
+			time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // pacing, not synchronisation
+			return true
+		})
 	}
 	failures := func(e *Entity[user]) uint64 { st := e.Stats(); return st.CacheErrors + st.Bypassed }
 	hits := func() uint64 {
@@ -133,12 +116,8 @@ func runRestartHistory(t *testing.T, s Strategy) ([]string, restartStats) {
 		}
 		time.Sleep(restartAfter) // the run itself, not a synchronisation
 	}
-	stop.Store(true)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := w.wait(); err != nil {
 		t.Fatal(err)
-	default:
 	}
 	st := restartStats{reads: len(h.reads), writes: len(h.writes)}
 	for _, e := range ents {
@@ -148,30 +127,4 @@ func runRestartHistory(t *testing.T, s Strategy) ([]string, restartStats) {
 		st.losses += e.c.DataLosses()
 	}
 	return h.stale(restartIDs), st
-}
-
-// restartRead is one Get or GetMany of random ids, recorded with the time
-// it began. ErrOverloaded and ErrWaitTimeout are allowed answers.
-func restartRead(ctx context.Context, e *Entity[user], db *historyDB, h *history, report func(error)) {
-	start := time.Now()
-	if rand.IntN(4) > 0 {
-		n := rand.IntN(restartIDs)
-		u, err := e.Get(ctx, strconv.Itoa(n), db.load)
-		switch {
-		case err == nil:
-			h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
-		case !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout):
-			report(err)
-		}
-		return
-	}
-	ids := []string{strconv.Itoa(rand.IntN(restartIDs)), strconv.Itoa(rand.IntN(restartIDs))}
-	got, err := e.GetMany(ctx, ids, db.loadMany)
-	if err != nil && !errors.Is(err, ErrOverloaded) && !errors.Is(err, ErrWaitTimeout) {
-		report(err)
-	}
-	for id, u := range got {
-		n, _ := strconv.Atoi(id)
-		h.add(&h.reads, historyOp{id: n, at: start, ver: u.Ver})
-	}
 }
