@@ -128,13 +128,15 @@ var skewVariants = []skewVariant{
 // Zipf(p.S) distribution over p.Rows rows; p.WritePercent of the
 // operations Update the row (its name carries a version), the rest Get it.
 // Per variant, once every row was read (cached in Redis) and after
-// p.Warmup: reads_per_sec, p50_ms/p99_ms of reads,
-// db_loads (the repositories' loads), local_hit_ratio and local_bytes
-// (summed over the processes at the end, next to the budget), and the
-// reads that answered an older version than a write of their key that had
-// returned before they began: stale_reads, of which
+// p.Warmup, it measures for p.Duration: reads_per_sec, p50_ms/p99_ms of
+// reads, write_time_share, db_loads (the repositories' loads),
+// local_hit_ratio, local_bytes (summed over the processes at the end,
+// next to the budget), and the reads that answered an older version than
+// a write of their key that had returned before they began: stale_reads
+// (the oldest one's age in staleness_max_ms), of which
 // stale_reads_after_window began more than p.Window after that write
-// returned (must be 0). Needs client tracking: not on miniredis.
+// returned (must be 0); those and errors count over the warm-up too.
+// Needs client tracking: not on miniredis.
 func RunSkew(ctx context.Context, env *Env, p SkewParams) (Result, error) {
 	p = p.norm()
 	res := Result{Scenario: "skew", Backend: env.Backend, Params: paramsMap(p)}
@@ -159,7 +161,7 @@ func RunSkew(ctx context.Context, env *Env, p SkewParams) (Result, error) {
 		res.Rows[i].Set(MetricRatio, r/max(base, 1e-9))
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("%d processes × %d goroutines, Zipf(%g) over %d users rows, %g%% writes (repo Update); "+
-		"every row read once, then %v warm-up, then %v measured per variant; ratio: reads_per_sec over redis_only's; window %v", p.Instances, p.Goroutines,
+		"every row read once, then %v warm-up (its stale reads and errors count too), then %v measured per variant; ratio: reads_per_sec over redis_only's; window %v", p.Instances, p.Goroutines,
 		p.S, p.Rows, p.WritePercent, p.Warmup, p.Duration, p.Window),
 		"db_loads: the repositories' loader calls; local_bytes: the automatic tiers' estimate (a Policy.Local tier reports none); "+
 			"local_budget_bytes: HotKeys.Budget × processes")
@@ -227,7 +229,7 @@ func openSkewProc(ctx context.Context, env *Env, ns string, p SkewParams, v skew
 }
 
 func runSkewVariant(ctx context.Context, env *Env, p SkewParams, v skewVariant, keys *skewKeys) (Row, error) {
-	ns := env.Sub("skew-" + v.name + "-" + randomHex(3)) // fresh: the rows were reset
+	ns := env.Sub("skew-" + v.name + "-" + randomHex(3)) // no entry of an earlier run
 	procs := make([]skewProc, p.Instances)
 	for i := range procs {
 		pr, err := openSkewProc(ctx, env, ns, p, v)
@@ -242,9 +244,12 @@ func runSkewVariant(ctx context.Context, env *Env, p SkewParams, v skewVariant, 
 	}
 	stop := env.trackTime("skew "+v.name, p.Warmup+p.Duration)
 	defer stop()
-	runSkewPhase(ctx, p, procs, keys, p.Warmup)
+	warm, _ := runSkewPhase(ctx, p, procs, keys, p.Warmup)
 	before := sumSkewStats(procs)
 	c, elapsed := runSkewPhase(ctx, p, procs, keys, p.Duration)
+	// The warm-up's stale reads and errors count too: only its speed is
+	// not measured.
+	c.errs, c.stale, c.after, c.maxAge = c.errs+warm.errs, c.stale+warm.stale, c.after+warm.after, max(c.maxAge, warm.maxAge)
 	st := sumSkewStats(procs)
 	row := Row{Variant: v.name, Notes: v.notes}
 	row.Set(MetricRequests, float64(c.hist.n))
