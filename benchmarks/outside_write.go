@@ -108,6 +108,10 @@ func RunLibraryDelete(ctx context.Context, env *Env, p LocalInvalidationParams, 
 	return runOutside(ctx, env, p, variants, libraryDel)
 }
 
+// outsideRuns numbers the variant runs of the outside scenarios, for their
+// namespaces.
+var outsideRuns atomic.Int64
+
 // outsideHow is how the outside writer changes a library's key.
 type outsideHow int
 
@@ -180,7 +184,13 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 		}
 		return versioned(k, truth[k].Load()), nil
 	}
-	ns := env.Sub(strings.NewReplacer("/", "-", "+", "-").Replace(v.Name) + "-outside")
+	// A namespace of this call's own: outside_write, outside_set and
+	// library_delete (and their fleet shapes) run the same variant names,
+	// and a run that found another's keys read their versions, newer than
+	// its own truth, and was never stale (library_delete after
+	// outside_write in one asidepeers run: 0 stale reads for local tiers
+	// that hear of nothing).
+	ns := env.Sub(fmt.Sprintf("%s-%s-%d", strings.NewReplacer("/", "-", "+", "-").Replace(v.Name), how.scenario(), outsideRuns.Add(1)))
 	n := p.Instances
 	if how == libraryDel {
 		n++ // the writer's process

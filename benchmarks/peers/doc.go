@@ -24,7 +24,12 @@
 // go-redis/cache with their local tiers (and all three remote only), on a
 // few hot keys (benchmarks.RunHotKey), under plain DELs from another client
 // (benchmarks.RunOutsideWrite) and under plain SETs of the new value in
-// each library's encoding (benchmarks.RunOutsideSet). The command asidepeers prints them
+// each library's encoding (benchmarks.RunOutsideSet). CompareLibraryDelete
+// has the writer delete through each library's own call instead
+// (benchmarks.RunLibraryDelete), and CompareHotKeyFleet,
+// CompareOutsideWriteFleet and CompareLibraryDeleteFleet run the same
+// workloads at fleet shape: 4 processes over a Zipf(1.1) keyspace, stale
+// reads judged against a fixed window. The command asidepeers prints them
 // with benchmarks.WriteTable and writes benchmarks.WriteJSON.
 //
 // Two Go benchmarks compare asidekit's guards with their usual

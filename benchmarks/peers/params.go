@@ -42,8 +42,8 @@ const breakdownTTL = 3 * time.Second
 // QuickParams finish every scenario in a few minutes on a small machine:
 // benchmarks.QuickParams, with the breakdown at a 3 s TTL read for 6.5 s
 // (two expiries), hot_key and outside_write in under a minute together
-// (1 s per hot_key variant; 20 outside writes, local TTL 1 s), and two
-// rounds.
+// (1 s per hot_key variant; 20 outside writes, local TTL 1 s), their fleet
+// shape at 1 s per hot_key variant and 40 writes, and two rounds.
 func QuickParams() Params {
 	b := benchmarks.QuickParams()
 	p := Params{Hit: b.Hit, Penetration: b.Penetration, Breakdown: b.Breakdown, Rounds: 2}
@@ -58,7 +58,8 @@ func QuickParams() Params {
 }
 
 // DefaultParams are benchmarks.DefaultParams, with the breakdown at a 3 s
-// TTL read for 12.5 s (four expiries), and three rounds.
+// TTL read for 12.5 s (four expiries), the fleet shape at 3 s per hot_key
+// variant and 100 writes one every 20 ms, and three rounds.
 func DefaultParams() Params {
 	b := benchmarks.DefaultParams()
 	p := Params{Hit: b.Hit, Penetration: b.Penetration, Breakdown: b.Breakdown, Rounds: 3}
