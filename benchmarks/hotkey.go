@@ -220,19 +220,6 @@ func (h *latHist) merge(o *latHist) {
 	h.n += o.n
 }
 
-// above counts the durations in buckets that end after d: those longer
-// than d, and, in the bucket holding d, those at most about 3% shorter
-// (counted, so that a count of 0 proves none was longer).
-func (h *latHist) above(d time.Duration) int64 {
-	var n int64
-	for b, k := range h.counts {
-		if k != 0 && latLow(b+1) > uint64(max(d, 0)) {
-			n += k
-		}
-	}
-	return n
-}
-
 // quantile is the middle of the bucket holding quantile q.
 func (h *latHist) quantile(q float64) time.Duration {
 	if h.n == 0 {

@@ -62,20 +62,6 @@ func TestZipfKeys(t *testing.T) {
 	}
 }
 
-// above counts every duration longer than d, and those of d's own bucket
-// (at most about 3% shorter), never one of a bucket below it.
-func TestLatHist_above(t *testing.T) {
-	var h latHist
-	for _, d := range []time.Duration{time.Millisecond, 9 * time.Millisecond, 10 * time.Millisecond, 11 * time.Millisecond, time.Second} {
-		h.add(d)
-	}
-	for d, want := range map[time.Duration]int64{0: 5, 5 * time.Millisecond: 4, 10 * time.Millisecond: 3, 12 * time.Millisecond: 1, 2 * time.Second: 0} {
-		if got := h.above(d); got != want {
-			t.Errorf("above(%v) = %d, want %d", d, got, want)
-		}
-	}
-}
-
 // staleDrive over a skewed keyspace, on an in-memory source: readers that
 // answer the truth are never stale, and every write is served by each
 // process that read its key again or counted unread, never unseen; a
@@ -159,5 +145,30 @@ func TestHotKey_keySpace(t *testing.T) {
 		var b bytes.Buffer
 		_ = WriteTable(&b, res)
 		t.Log("\n" + b.String())
+	}
+}
+
+// Without a fixed window, only a regression (an old value served by a
+// process that had served the new one) can be past the window: a process
+// slow to serve a write is stale for less than that write's own delay.
+func TestStaleAges_regression(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	logs := make([]keyLog, 1)
+	l := &logs[0]
+	var pending atomic.Int64
+	l.wrote(1, 2, func() int64 { return ms(100) }, &pending)
+	ages := make([]staleAges, 2)
+	read := func(proc int, begin, end, ver int64) {
+		if age, reg := l.readAged(proc, readSpan{ms(begin), ms(end)}, ver, &pending); age >= 0 {
+			ages[proc].add(time.Duration(age), 0, reg)
+		}
+	}
+	read(0, 150, 151, 0) // slow: 50ms stale, not served yet
+	read(0, 160, 161, 1) // served: delay 61ms
+	read(1, 104, 105, 1) // served: delay 5ms
+	read(1, 400, 401, 0) // regression, 300ms after the write
+	st := analyseStaleAges(logs, ages, ms(500), false, 0)
+	if st.stale != 2 || st.after != 1 || st.maxAge != 300*time.Millisecond {
+		t.Errorf("%d stale, %d after the window (71ms), oldest %v; want 2, 1 (the regression), 300ms", st.stale, st.after, st.maxAge)
 	}
 }

@@ -35,7 +35,7 @@ const (
 // default local_invalidation run made tens of millions of reads, and
 // keeping them all cost gigabytes of heap and the GC work that came with
 // it, inside the very latencies being measured); the stale reads are
-// counted in a histogram of their ages per reader goroutine.
+// counted per reader goroutine (see staleAges).
 type staleDrive struct {
 	procs, goroutines, keys, writes int
 	writeEvery                      time.Duration
@@ -111,6 +111,16 @@ func (l *keyLog) wrote(ver int64, procs int, since func() int64, pending *atomic
 // newest served write stops at the first write served no later than
 // r.begin: usually after one step.
 func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64) {
+	age, _ = l.readAged(proc, r, ver, pending)
+	return age
+}
+
+// readAged is read, and whether a stale read is a regression: proc had
+// already served the write it missed, in a read begun before this one.
+// Only a regression can be older than the window max(delays) + 10ms: a
+// process that had not served the write yet serves it later (its delay is
+// longer than the read's age) or never (its delay runs to the run's end).
+func (l *keyLog) readAged(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64, regression bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if proc >= len(l.last) {
@@ -127,6 +137,8 @@ func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (a
 	age = -1
 	if m < n {
 		age = r.begin - ws[m].done
+		f := ws[m].first[proc]
+		regression = f.end != 0 && f.begin < r.begin
 	}
 	for i := m - 1; i >= 0; i-- {
 		f := &ws[i].first[proc]
@@ -138,7 +150,7 @@ func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (a
 		}
 		*f = r
 	}
-	return age
+	return age, regression
 }
 
 // staleStats is what a staleDrive measured.
@@ -233,8 +245,8 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 						continue
 					}
 					reads[i]++
-					if age := logs[k].read(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
-						ages[i].add(time.Duration(age), d.window)
+					if age, reg := logs[k].readAged(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
+						ages[i].add(time.Duration(age), d.window, reg)
 					}
 				}
 				pause.Reset(d.readEvery)
@@ -287,7 +299,7 @@ func analyseStale(logs []keyLog, ages [][]int64, end int64) staleStats {
 	as := make([]staleAges, len(ages))
 	for i, a := range ages {
 		for _, age := range a {
-			as[i].add(time.Duration(age), 0)
+			as[i].add(time.Duration(age), 0, true)
 		}
 	}
 	return analyseStaleAges(logs, as, end, false, 0)
@@ -333,32 +345,55 @@ func analyseStaleAges(logs []keyLog, ages []staleAges, end int64, skewed bool, w
 	}
 	for i := range ages {
 		a := &ages[i]
-		st.stale += int(a.h.n)
+		st.stale += int(a.n)
 		st.maxAge = max(st.maxAge, a.max)
 		if fixed {
 			st.after += int(a.after)
-		} else {
-			st.after += int(a.h.above(window))
+			continue
+		}
+		st.after += int(a.lost)
+		for _, r := range a.regressions {
+			if r > window {
+				st.after++
+			}
 		}
 	}
 	return st
 }
 
-// staleAges are one reader goroutine's stale reads: a histogram of their
-// ages (bounded memory, however many there are), the oldest, and, when
-// the window is fixed in advance, an exact count of those past it.
+// staleAges are one reader goroutine's stale reads: their count, the
+// oldest, and what decides which were past the window: with a window
+// fixed in advance, an exact count of those past it; otherwise the ages of
+// the regressions (see keyLog.readAged), the only ones that can be, up to
+// maxRegressions of them, and a count of those beyond, counted past it.
+// Memory is bounded however many stale reads a local tier that hears of
+// nothing makes.
 type staleAges struct {
-	h     latHist
-	max   time.Duration
-	after int64
+	n           int64
+	max         time.Duration
+	after       int64
+	regressions []time.Duration
+	lost        int64
 }
 
-// add counts a stale read of age a; window is the fixed window, or 0.
-func (s *staleAges) add(a, window time.Duration) {
-	s.h.add(a)
+// maxRegressions bounds the regression ages one reader goroutine keeps.
+const maxRegressions = 1 << 16
+
+// add counts a stale read of age a; window is the fixed window, or 0;
+// regression says whether its process had served the write before.
+func (s *staleAges) add(a, window time.Duration, regression bool) {
+	s.n++
 	s.max = max(s.max, a)
-	if window > 0 && a > window {
-		s.after++
+	switch {
+	case window > 0:
+		if a > window {
+			s.after++
+		}
+	case !regression:
+	case len(s.regressions) < maxRegressions:
+		s.regressions = append(s.regressions, a)
+	default:
+		s.lost++
 	}
 }
 
