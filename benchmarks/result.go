@@ -169,6 +169,10 @@ func (res Result) MarshalJSON() ([]byte, error) {
 	if rows == nil {
 		rows = []Row{}
 	}
+	mode := res.BusyMode
+	if res.Busy == 0 {
+		mode = "" // a quiet run's commands record the burner's mode as "false"
+	}
 	return json.Marshal(struct {
 		Scenario string   `json:"scenario"`
 		Backend  string   `json:"backend"`
@@ -177,7 +181,7 @@ func (res Result) MarshalJSON() ([]byte, error) {
 		Params   any      `json:"params"`
 		Results  []Row    `json:"results"`
 		Notes    []string `json:"notes,omitempty"`
-	}{res.Scenario, res.Backend, res.Busy, res.BusyMode, res.Params, rows, res.Notes})
+	}{res.Scenario, res.Backend, res.Busy, mode, res.Params, rows, res.Notes})
 }
 
 // Conditions describes the run's backend and, for a busy run, the burner:
