@@ -5,10 +5,11 @@ import "reflect"
 // Source is what a repository hands package repo/cdc: its table, the
 // value that queues the cache work of a change (repo/cdc declares the
 // interface it must satisfy). package repo embeds a Source in
-// *repo.Repository under an unexported name, so that the repository itself
-// answers Table and no process-wide registry maps repositories to tables:
-// every view of a repository (a transaction's too) carries the same one,
-// and it is collected with the repository.
+// *repo.Repository under an unexported name, so that repo/cdc asks the
+// repository itself for its table (TableOf) and no process-wide registry
+// maps repositories to tables: every view of a repository (a
+// transaction's too) carries the same one, and it is collected with the
+// repository.
 type Source struct{ table any }
 
 // NewSource returns the Source of table t.
