@@ -159,7 +159,7 @@ func TestStaleAges_regression(t *testing.T) {
 	l.wrote(1, 2, func() int64 { return ms(100) }, &pending)
 	ages := make([]staleAges, 2)
 	read := func(proc int, begin, end, ver int64) {
-		if age, reg := l.readAged(proc, readSpan{ms(begin), ms(end)}, ver, &pending); age >= 0 {
+		if age, reg := l.read(proc, readSpan{ms(begin), ms(end)}, ver, &pending); age >= 0 {
 			ages[proc].add(time.Duration(age), 0, reg)
 		}
 	}

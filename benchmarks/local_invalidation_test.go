@@ -74,7 +74,8 @@ func TestKeyLog(t *testing.T) {
 	clock := int64(0)
 	since := func() int64 { return clock }
 	read := func(proc int, begin, end, ver int64) int64 {
-		return l.read(proc, readSpan{ms(begin), ms(end)}, ver, &pending)
+		age, _ := l.read(proc, readSpan{ms(begin), ms(end)}, ver, &pending)
+		return age
 	}
 	if age := read(0, 0, 1, 0); age != -1 { // before any write
 		t.Errorf("read before the first write: age %d, want -1", age)
@@ -113,7 +114,7 @@ func TestKeyLog(t *testing.T) {
 	if got := pending.Load(); got != 1 {
 		t.Errorf("pending = %d, want 1 (version 2 in process 1)", got)
 	}
-	st := analyseStale(logs, [][]int64{{ms(1), ms(300)}}, ms(500))
+	st := analyseStaleAges(logs, regressions(ms(1), ms(300)), ms(500), false, 0)
 	want := []time.Duration{8 * time.Millisecond, 300 * time.Millisecond} // 108-100; 500-200, unserved
 	if !slices.Equal(st.delays, want) || st.unseen != 1 {
 		t.Errorf("delays %v, %d unseen; want %v, 1", st.delays, st.unseen, want)
@@ -124,7 +125,7 @@ func TestKeyLog(t *testing.T) {
 	// Had version 2 been served in time, the window would be 18ms, and
 	// the old value served 300ms after the write would count after it.
 	l.writes[1].first[1] = readSpan{ms(203), ms(204)}
-	st = analyseStale(logs, [][]int64{{ms(1), ms(300)}}, ms(500))
+	st = analyseStaleAges(logs, regressions(ms(1), ms(300)), ms(500), false, 0)
 	if st.unseen != 0 || st.stale != 2 || st.after != 1 {
 		t.Errorf("%d unseen, %d stale, %d after the window; want 0, 2, 1", st.unseen, st.stale, st.after)
 	}
@@ -160,4 +161,14 @@ func TestStaleDrive(t *testing.T) {
 			t.Errorf("stuck: longest delay %v, want at least the tail (%v): an unserved write counts until the end", quantile(st.delays, 1), d.tail)
 		}
 	}
+}
+
+// regressions are one reader goroutine's stale reads of the given ages,
+// each a regression (its process had served the write it missed).
+func regressions(ages ...int64) []staleAges {
+	var s staleAges
+	for _, a := range ages {
+		s.add(time.Duration(a), 0, true)
+	}
+	return []staleAges{s}
 }

@@ -188,9 +188,12 @@ func seedSkew(ctx context.Context, env *Env, rows int) error {
 	return nil
 }
 
+// skewID is key k's users id.
+func skewID(k int) int64 { return int64(skewBase + 1 + k) }
+
 // skewUser is key k's row at version ver (the version is its name).
 func skewUser(k int, ver int64) *sample.User {
-	id := int64(skewBase + 1 + k)
+	id := skewID(k)
 	return &sample.User{ID: id, Email: fmt.Sprintf("skew-%d@example.com", id), Name: strconv.FormatInt(ver, 10)}
 }
 
@@ -290,7 +293,7 @@ func fillSkew(ctx context.Context, procs []skewProc, rows int) error {
 			for lo := i * batch; lo < rows && errs[i] == nil; lo += len(procs) * batch {
 				ids := make([]int64, 0, batch)
 				for k := lo; k < min(lo+batch, rows); k++ {
-					ids = append(ids, int64(skewBase+1+k))
+					ids = append(ids, skewID(k))
 				}
 				_, errs[i] = pr.users.GetMany(ctx, ids)
 			}
@@ -370,7 +373,7 @@ func runSkewPhase(ctx context.Context, p SkewParams, procs []skewProc, keys *ske
 // skewRead reads key k and judges the version it answered.
 func skewRead(ctx context.Context, get func(context.Context, int64) (sample.User, error), keys *skewKeys, k int, window time.Duration, c *skewCounts) {
 	b := time.Now()
-	u, err := get(ctx, int64(skewBase+1+k))
+	u, err := get(ctx, skewID(k))
 	c.hist.add(time.Since(b))
 	var ver int64
 	if err == nil {

@@ -110,17 +110,13 @@ func (l *keyLog) wrote(ver int64, procs int, since func() int64, pending *atomic
 // serves a write serves every earlier one), so the walk back from the
 // newest served write stops at the first write served no later than
 // r.begin: usually after one step.
-func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64) {
-	age, _ = l.readAged(proc, r, ver, pending)
-	return age
-}
-
-// readAged is read, and whether a stale read is a regression: proc had
-// already served the write it missed, in a read begun before this one.
+//
+// It also reports whether a stale read is a regression: proc had already
+// served the write it missed, in a read begun before this one.
 // Only a regression can be older than the window max(delays) + 10ms: a
 // process that had not served the write yet serves it later (its delay is
 // longer than the read's age) or never (its delay runs to the run's end).
-func (l *keyLog) readAged(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64, regression bool) {
+func (l *keyLog) read(proc int, r readSpan, ver int64, pending *atomic.Int64) (age int64, regression bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if proc >= len(l.last) {
@@ -245,7 +241,7 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 						continue
 					}
 					reads[i]++
-					if age, reg := logs[k].readAged(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
+					if age, reg := logs[k].read(proc, readSpan{b, since()}, ver, &pending); age >= 0 {
 						ages[i].add(time.Duration(age), d.window, reg)
 					}
 				}
@@ -291,18 +287,6 @@ func (d staleDrive) run(ctx context.Context) staleStats {
 	st.errors = errs.Load()
 	st.writes = wrote
 	return st
-}
-
-// analyseStale is analyseStaleAges over the ages of each goroutine's stale
-// reads, without a keyspace or a fixed window.
-func analyseStale(logs []keyLog, ages [][]int64, end int64) staleStats {
-	as := make([]staleAges, len(ages))
-	for i, a := range ages {
-		for _, age := range a {
-			as[i].add(time.Duration(age), 0, true)
-		}
-	}
-	return analyseStaleAges(logs, as, end, false, 0)
 }
 
 // analyseStaleAges computes the delays and stale counts from the key logs
@@ -364,7 +348,7 @@ func analyseStaleAges(logs []keyLog, ages []staleAges, end int64, skewed bool, w
 // staleAges are one reader goroutine's stale reads: their count, the
 // oldest, and what decides which were past the window: with a window
 // fixed in advance, an exact count of those past it; otherwise the ages of
-// the regressions (see keyLog.readAged), the only ones that can be, up to
+// the regressions (see keyLog.read), the only ones that can be, up to
 // maxRegressions of them, and a count of those beyond, counted past it.
 // Memory is bounded however many stale reads a local tier that hears of
 // nothing makes.
