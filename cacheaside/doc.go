@@ -58,12 +58,12 @@
 // (see the local_invalidation benchmark).
 //
 // Options.HotKeys (off by default) gives every entity with no Policy.Local
-// the same tier for its hot keys alone: one read in HotKeyPolicy.Sample is
-// counted in a count-min sketch (halved as it ages), a read from Redis
-// keeps its value locally only once the key's estimate reaches MinReads
-// (a promotion), and a key is demoted when its estimate falls under half
-// of that, when its local life ends or when the entity's memory Budget
-// needs its room. The gate, the tickets, the flushes and the writer's
+// the same tier for its hot keys alone: its reads are estimated in a
+// count-min sketch (halved as it ages; every read from Redis counted, one
+// local hit in HotKeyPolicy.Sample), a read from Redis keeps its value
+// locally only once the key's estimate reaches MinReads (a promotion),
+// and a key is demoted when its estimate falls under half of that, when
+// its local life ends or when the entity's memory Budget needs its room. The gate, the tickets, the flushes and the writer's
 // drop are those of Policy.Local. It is off by default because it relaxes
 // the cross-process promise of every entity to the propagation delay above.
 //

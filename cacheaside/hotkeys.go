@@ -17,13 +17,18 @@ import (
 // copies before they return), and leaves it (is demoted) when it cools,
 // when its local life ends, or when the budget needs its room.
 //
-// How often is "often enough": one read in Sample (of the reads that ask
-// the near cache: all the entity's reads that pass the read gate) is
-// counted in a count-min sketch (4 rows of 32-bit counters), halved each
-// time the entity counted as many reads as a row has counters. A
-// read from Redis fills the tier only when the key's estimate reaches
-// MinReads (in reads, i.e. MinReads/Sample counted ones); at each halving
+// How often is "often enough": the entity's reads (those that pass the
+// read gate) are counted in a count-min sketch (4 rows of 32-bit counters)
+// that estimates each key's reads, halved each time it counted Sample
+// times as many reads as a row has counters (TinyLFU's aging). A read
+// that goes to Redis is counted every time (it costs a round trip
+// anyway); a read the tier answers is counted one time in Sample, as
+// Sample reads, so that a local hit stays cheap. A read from Redis fills
+// the tier only when the key's estimate reaches MinReads; at each halving
 // the promoted keys whose estimate fell under half of that are demoted.
+// The default MinReads is low (TinyLFU's doorkeeper: a key read once in a
+// while never fills the tier): it is the budget that decides how many
+// keys stay, the least valuable leaving first.
 //
 // Memory: Budget bounds the estimated bytes of one entity's tier, its
 // sketch included (Budget/64 of it). An entry weighs its id, its encoded
@@ -35,11 +40,11 @@ type HotKeyPolicy struct {
 	Budget int64
 
 	// MinReads is the estimated number of reads of a key in the current
-	// window (see above) from which it is promoted. Default 32.
+	// window (see above) from which it is promoted. Default 4.
 	MinReads int
 
-	// Sample counts one read in Sample (rounded up to a power of two).
-	// Default 8; 1 counts every read.
+	// Sample counts one local hit in Sample, as Sample reads (rounded up
+	// to a power of two). Default 8; 1 counts every hit.
 	Sample int
 
 	// TTL caps the life of a promoted value (it never outlives its Redis
@@ -51,7 +56,7 @@ type HotKeyPolicy struct {
 // Defaults of HotKeyPolicy fields.
 const (
 	DefaultHotKeyBudget   = 16 << 20
-	DefaultHotKeyMinReads = 32
+	DefaultHotKeyMinReads = 4
 	DefaultHotKeySample   = 8
 	DefaultHotKeyTTL      = 10 * time.Second
 	minHotKeyBudget       = 64 << 10
@@ -84,24 +89,24 @@ func (p HotKeyPolicy) withDefaults() (HotKeyPolicy, error) {
 const sketchDepth = 4
 
 // sketch is a count-min sketch of 32-bit counters, halved every reset
-// additions (TinyLFU's aging), reset being the width of a row: a counter
-// then holds about one addition of other keys on average, so the noise
-// under a key's estimate stays near 1 whatever the keyspace. Adds and
-// halvings race benignly: a lost increment or halving only blurs an
-// estimate.
+// units added (TinyLFU's aging). Adds and halvings race benignly: a lost
+// increment or halving only blurs an estimate.
 type sketch struct {
 	c     []atomic.Uint32 // sketchDepth rows of mask+1 counters
 	mask  uint64
-	reset uint64        // additions between two halvings
-	adds  atomic.Uint64 // additions since the sketch was made
+	reset uint64        // units added between two halvings
+	adds  atomic.Uint64 // units added since the sketch was made
 }
 
 // newSketch returns a sketch of about bytes bytes (rows of a power of two
-// counters, at least 64).
-func newSketch(bytes int64) *sketch {
+// counters, at least 64) halved every unit × (counters a row) units: with
+// additions of unit units, a counter then holds about one addition of
+// other keys on average, so the noise under a key's estimate stays near
+// one addition whatever the keyspace.
+func newSketch(bytes int64, unit int) *sketch {
 	w := max(bytes/(sketchDepth*4), 64)
 	w = 1 << (bits.Len64(uint64(w)) - 1) // round down to a power of two
-	return &sketch{c: make([]atomic.Uint32, sketchDepth*w), mask: uint64(w - 1), reset: uint64(w)}
+	return &sketch{c: make([]atomic.Uint32, sketchDepth*w), mask: uint64(w - 1), reset: uint64(w) * uint64(max(unit, 1))}
 }
 
 // bytes is the sketch's size.
@@ -113,16 +118,17 @@ func (s *sketch) index(h uint64, i int) int {
 	return i*int(s.mask+1) + int((h+uint64(i)*h2)&s.mask)
 }
 
-// add counts one occurrence of h, and reports whether it halved the
+// add counts n occurrences of h, and reports whether it halved the
 // sketch (the caller then demotes what cooled).
-func (s *sketch) add(h uint64) (halved bool) {
+func (s *sketch) add(h uint64, n uint32) (halved bool) {
 	for i := range sketchDepth {
 		c := &s.c[s.index(h, i)]
 		if c.Load() < 1<<30 {
-			c.Add(1)
+			c.Add(n)
 		}
 	}
-	if s.adds.Add(1)%s.reset == 0 {
+	after := s.adds.Add(uint64(n))
+	if after/s.reset != (after-uint64(n))/s.reset {
 		s.halve()
 		return true
 	}
@@ -146,31 +152,43 @@ func (s *sketch) halve() {
 
 // hotness decides which keys of an entity its near cache keeps (the
 // automatic near cache, Options.HotKeys): a nil *hotness admits every key
-// (a Policy.Local near cache).
+// (a Policy.Local near cache). Its estimates are in reads: a read that
+// goes to Redis adds 1 (it costs a round trip anyway), a read the tier
+// answers adds Sample one time in Sample (a local hit stays cheap).
 type hotness struct {
 	sk      *sketch
 	sample  uint32 // Sample - 1: a mask
-	promote uint32 // counted reads (estimate) from which a key is promoted
+	unit    uint32 // Sample: what a counted hit adds
+	promote uint32 // estimated reads from which a key is promoted
 	demote  uint32 // estimate under which a promoted key is demoted at a halving
 	scan    func() // runs the demotion pass (in the background)
 }
 
 func newHotness(p HotKeyPolicy) *hotness {
-	promote := uint32(max(1, (p.MinReads+p.Sample-1)/p.Sample))
+	promote := uint32(max(1, p.MinReads))
 	return &hotness{
-		sk:      newSketch(p.Budget / 64),
+		sk:      newSketch(p.Budget/64, p.Sample),
 		sample:  uint32(p.Sample - 1),
+		unit:    uint32(p.Sample),
 		promote: promote,
 		demote:  (promote + 1) / 2,
 	}
 }
 
-// read counts, one time in Sample, a read of the key whose hash is h.
-func (hn *hotness) read(h uint64) {
+// hit counts, one time in Sample (as Sample reads), a read of the key
+// whose hash is h that the tier answered.
+func (hn *hotness) hit(h uint64) {
 	if hn.sample != 0 && rand.Uint32()&hn.sample != 0 {
 		return
 	}
-	if hn.sk.add(h) && hn.scan != nil {
+	hn.count(h, hn.unit)
+}
+
+// miss counts a read of the key whose hash is h that goes to Redis.
+func (hn *hotness) miss(h uint64) { hn.count(h, 1) }
+
+func (hn *hotness) count(h uint64, n uint32) {
+	if hn.sk.add(h, n) && hn.scan != nil {
 		hn.scan()
 	}
 }

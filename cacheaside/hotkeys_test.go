@@ -37,13 +37,13 @@ func TestHotKeyPolicy_defaults(t *testing.T) {
 // A count-min sketch never counts a key under its real count, and keeps
 // the counts of keys it never saw low.
 func TestSketch_estimate(t *testing.T) {
-	s := newSketch(16 << 10) // 1024 counters a row
+	s := newSketch(16<<10, 1) // 1024 counters a row
 	seed := maphash.MakeSeed()
 	h := func(i int) uint64 { return maphash.String(seed, strconv.Itoa(i)) }
 	counts := map[int]uint32{}
 	for k := range 100 { // a skewed load: key k is added 100/(k+1)+1 times
 		for range 100/(k+1) + 1 {
-			s.add(h(k))
+			s.add(h(k), 1)
 			counts[k]++
 		}
 	}
@@ -66,21 +66,21 @@ func TestSketch_estimate(t *testing.T) {
 	}
 }
 
-// Every reset additions the sketch halves its counters (aging).
+// Every reset units added the sketch halves its counters (aging).
 func TestSketch_halves(t *testing.T) {
-	s := newSketch(1 << 10) // the smallest: 64 counters a row, reset 64
+	s := newSketch(1<<10, 1) // the smallest: 64 counters a row, reset 64
 	if s.mask != 63 || s.reset != 64 || s.bytes() != 1<<10 {
 		t.Fatalf("mask %d, reset %d, bytes %d", s.mask, s.reset, s.bytes())
 	}
 	hot, other := uint64(0x1234567890abcdef), uint64(0xfedcba0987654321)
 	halved := 0
 	for range 40 {
-		if s.add(hot) {
+		if s.add(hot, 1) {
 			halved++
 		}
 	}
 	for i := uint64(0); i < s.reset-40-1; i++ {
-		if s.add(other) {
+		if s.add(other, 1) {
 			halved++
 		}
 	}
@@ -88,11 +88,63 @@ func TestSketch_halves(t *testing.T) {
 	if before < 40 || halved != 0 {
 		t.Fatalf("estimate %d, halved %d before the reset", before, halved)
 	}
-	if !s.add(other) {
+	if !s.add(other, 1) {
 		t.Fatal("the reset-th addition did not halve")
 	}
 	if got := s.estimate(hot); got != before/2 {
 		t.Fatalf("after halving: %d, want %d", got, before/2)
+	}
+}
+
+// An addition of n units that crosses a multiple of reset halves once;
+// the reset is a row's width times the unit the sketch was made for.
+func TestSketch_unitsHalve(t *testing.T) {
+	s := newSketch(1<<10, 8) // 64 counters a row, reset 512 units
+	if s.reset != 512 {
+		t.Fatalf("reset %d, want 512", s.reset)
+	}
+	h := uint64(0x1234567890abcdef)
+	for i := range 63 {
+		if s.add(h, 8) {
+			t.Fatalf("halved at addition %d, %d units", i+1, s.adds.Load())
+		}
+	}
+	if got := s.estimate(h); got != 63*8 {
+		t.Fatalf("estimate %d, want %d", got, 63*8)
+	}
+	if !s.add(h, 8) { // 512 units
+		t.Fatal("the addition reaching reset did not halve")
+	}
+	if got := s.estimate(h); got != 64*8/2 {
+		t.Fatalf("after halving: %d, want %d", got, 64*8/2)
+	}
+}
+
+// Estimates are in reads: a read that goes to Redis counts whatever
+// Sample is, so a key read MinReads times from Redis is promoted (it was
+// counted one time in Sample, and a key read a few hundred times could
+// stay unpromoted), and a counted local hit weighs Sample reads, so that
+// a promoted key's estimate stays near its reads.
+func TestHotness_readsNotSamples(t *testing.T) {
+	hn := newHotness(HotKeyPolicy{Budget: 64 << 20, MinReads: 4, Sample: 64, TTL: time.Hour})
+	key := uint64(0x5eed)
+	for range 3 {
+		hn.miss(key)
+	}
+	if hn.hot(key) {
+		t.Fatal("promoted after 3 reads from Redis, MinReads 4")
+	}
+	hn.miss(key)
+	if !hn.hot(key) {
+		t.Fatalf("not promoted after 4 reads from Redis (estimate %d)", hn.sk.estimate(key))
+	}
+	hits := uint64(0xbeef)
+	for range 64 * 100 {
+		hn.hit(hits)
+	}
+	// 100 counted hits expected of 6,400 (σ ≈ 10): ±40 % is 4 σ.
+	if got := hn.sk.estimate(hits); got < 3840 || got > 8960 {
+		t.Fatalf("6,400 local hits estimated at %d reads", got)
 	}
 }
 

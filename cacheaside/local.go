@@ -187,7 +187,7 @@ func (l *localTier[T]) get(esc string, v *T) (ok bool, err error) {
 	}
 	l.ctr.inc(EventLocalHit)
 	if l.hot != nil { // still read: it stays hot
-		l.hot.read(maphash.String(l.seed, esc))
+		l.hot.hit(maphash.String(l.seed, esc))
 	}
 	if e.null {
 		return true, ErrNotFound
@@ -204,7 +204,7 @@ func (l *localTier[T]) ticket(key string) ticket {
 	}
 	h := maphash.String(l.seed, l.id(key))
 	if l.hot != nil {
-		l.hot.read(h)
+		l.hot.miss(h)
 	}
 	s := uint32(h % localStripes)
 	return ticket{epoch: l.feed.epoch.Load(), gen: l.stripes[s].gen.Load(), stripe: s}
