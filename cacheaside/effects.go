@@ -3,6 +3,7 @@ package cacheaside
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -124,11 +125,12 @@ func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error
 	}
 	ctx = WithWriteLSN(ctx, w.lsn)
 	errs := make([]error, len(w.list))
+	runs := w.runs()
 	var wg sync.WaitGroup
-	for i := range w.list[1:] {
-		wg.Go(func() { errs[i+1] = w.list[i+1].do(ctx) })
+	for _, run := range runs[1:] {
+		wg.Go(func() { run(ctx, errs) })
 	}
-	errs[0] = w.list[0].do(ctx)
+	runs[0](ctx, errs)
 	wg.Wait()
 	for i, err := range errs {
 		e := &w.list[i]
@@ -145,4 +147,61 @@ func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error
 		failed.add(*e)
 	}
 	return failed, held, errors.Join(errs...)
+}
+
+// runs returns the independent pieces of w's work, each setting the
+// errors of its effects in errs: one per effect, but that the Invalidates
+// of the entities of one Cache are one piece, one pipeline (a row and its
+// unique keys' mappings: one round trip, not one per entity).
+func (w *Effects) runs() []func(context.Context, []error) {
+	var runs []func(context.Context, []error)
+	groups := map[*Cache][]int{} // indexes in w.list of a Cache's Invalidates
+	var order []*Cache
+	for i := range w.list {
+		e := &w.list[i]
+		if inv, ok := e.ent.(invalidator); ok && e.kind == effectInvalidate && inv.cache() != nil {
+			c := inv.cache()
+			if _, seen := groups[c]; !seen {
+				order = append(order, c)
+			}
+			groups[c] = append(groups[c], i)
+			continue
+		}
+		runs = append(runs, func(ctx context.Context, errs []error) { errs[i] = e.do(ctx) })
+	}
+	for _, c := range order {
+		idx := groups[c]
+		runs = append(runs, func(ctx context.Context, errs []error) { w.invalidate(ctx, c, idx, errs) })
+	}
+	return runs
+}
+
+// invalidate does the Invalidate effects of w.list at idx, whose entities
+// share Cache c, in one pipeline; each effect's error is the one its do
+// would have returned.
+func (w *Effects) invalidate(ctx context.Context, c *Cache, idx []int, errs []error) {
+	invs := make([]invalidation, 0, len(idx))
+	at := make([]int, 0, len(idx)) // w.list index of invs[k]
+	for _, i := range idx {
+		e := &w.list[i]
+		inv := e.ent.(invalidator)
+		todo, err := inv.pendingOf(ctx, e.ids)
+		if err != nil {
+			errs[i] = fmt.Errorf("repo: invalidate %d ids of %s: %w", len(e.ids), e.ent.Name(), err)
+			continue
+		}
+		invs = append(invs, invalidation{inv, todo})
+		at = append(at, i)
+	}
+	if len(invs) == 0 {
+		return
+	}
+	out := make([]error, len(invs))
+	invalidateEntities(ctx, c, invs, out)
+	for k, err := range out {
+		if err != nil {
+			e := &w.list[at[k]]
+			errs[at[k]] = fmt.Errorf("repo: invalidate %d ids of %s: %w", len(e.ids), e.ent.Name(), err)
+		}
+	}
 }

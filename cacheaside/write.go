@@ -63,13 +63,26 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	todo, err := e.pendingOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	var errs [1]error
+	invalidateEntities(ctx, e.c, []invalidation{{e, todo}}, errs[:])
+	return errs[0]
+}
+
+// pendingOf is what Invalidate of ids queues: each id's key once, with
+// the entity's version TTL and ctx's write position. An invalid id fails
+// them all.
+func (e *Entity[T]) pendingOf(ctx context.Context, ids []string) ([]pending, error) {
 	todo := make([]pending, 0, len(ids))
 	lsn := writeLSN(ctx)
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
 		key, err := e.key(id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, dup := seen[key]; dup {
 			continue
@@ -77,21 +90,76 @@ func (e *Entity[T]) Invalidate(ctx context.Context, ids ...string) error {
 		seen[key] = struct{}{}
 		todo = append(todo, pending{key: key, verPX: e.verPX, ctr: e.ctr, lsn: lsn})
 	}
-	defer e.local.wrotePending(ctx, todo) // near cache: drop ours (and announce) once Redis has the write
-	if !e.c.br.Allow() {
-		e.ctr.inc(EventBypass)
-		e.c.retry.add(todo)
-		return fmt.Errorf("%w: %s: breaker open", ErrInvalidationPending, e.name)
+	return todo, nil
+}
+
+// invalidator is an entity whose invalidations can share a pipeline with
+// other entities' of its Cache (every *Entity[T]).
+type invalidator interface {
+	Name() string
+	cache() *Cache
+	pendingOf(ctx context.Context, ids []string) ([]pending, error)
+	counters() *counters
+	dropLocal(ctx context.Context, todo []pending)
+	note(ctx context.Context, err error)
+}
+
+func (e *Entity[T]) counters() *counters { return e.ctr }
+
+// dropLocal drops this process's near-cache copies of todo's keys (and
+// announces them) once Redis has the invalidation.
+func (e *Entity[T]) dropLocal(ctx context.Context, todo []pending) { e.local.wrotePending(ctx, todo) }
+
+// invalidation is an Invalidate of entity ent: its queued keys.
+type invalidation struct {
+	ent  invalidator
+	todo []pending
+}
+
+// invalidateEntities does the invalidations of entities of Cache c in one
+// pipeline (one round trip per node; invalidate), and sets errs[i] to
+// what Invalidate of invs[i] alone would have returned: nil, or an error
+// matching ErrInvalidationPending for an entity some of whose keys were
+// queued for retry.
+func invalidateEntities(ctx context.Context, c *Cache, invs []invalidation, errs []error) {
+	for _, inv := range invs {
+		defer inv.ent.dropLocal(ctx, inv.todo) // near cache: once Redis has the write
 	}
-	failed, err := invalidate(ctx, e.c, todo)
+	if !c.br.Allow() {
+		for i, inv := range invs {
+			inv.ent.counters().inc(EventBypass)
+			c.retry.add(inv.todo)
+			errs[i] = fmt.Errorf("%w: %s: breaker open", ErrInvalidationPending, inv.ent.Name())
+		}
+		return
+	}
+	all := invs[0].todo
+	if len(invs) > 1 {
+		all = nil
+		for _, inv := range invs {
+			all = append(all, inv.todo...)
+		}
+	}
+	failed, err := invalidate(ctx, c, all)
 	if err == nil {
-		return nil
+		return
 	}
-	if !errors.Is(err, errShortfall) {
-		e.note(ctx, err)
+	c.retry.add(failed)
+	for i, inv := range invs {
+		n := 0
+		for _, p := range failed {
+			if p.ctr == inv.ent.counters() {
+				n++
+			}
+		}
+		if n == 0 && len(failed) > 0 {
+			continue
+		}
+		if !errors.Is(err, errShortfall) {
+			inv.ent.note(ctx, err)
+		}
+		errs[i] = fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, inv.ent.Name(), n, len(inv.todo), err)
 	}
-	e.c.retry.add(failed)
-	return fmt.Errorf("%w: %s (%d of %d ids): %w", ErrInvalidationPending, e.name, len(failed), len(todo), err)
 }
 
 // invalidateBatch is the most ids one write.lua call carries on a single
