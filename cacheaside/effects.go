@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/script"
 )
 
 // Effects is a batch of Effects that follows committed writes, merged by
@@ -102,8 +104,9 @@ func (w *Effects) Merge(o *Effects) {
 }
 
 // Run does the effects. Targets are independent (different filters,
-// entities and lists), so they run concurrently and the caller waits for
-// about one round trip. Every effect is tried even when another fails; the
+// entities and lists), so they run concurrently, and their script calls
+// on one Redis client go out in one pipeline: the caller waits for about
+// one round trip per node. Every effect is tried even when another fails; the
 // errors are joined. Running it again does the same work again: every
 // effect is idempotent, or turns into an invalidation when done twice.
 // What fails is not retried but for the invalidations of keys, which
@@ -126,11 +129,20 @@ func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error
 	ctx = WithWriteLSN(ctx, w.lsn)
 	errs := make([]error, len(w.list))
 	runs := w.runs()
+	// The runs' script calls on one client share a pipeline: one round
+	// trip per node after the commit (script.Batch).
+	batch, ctx := script.NewBatch(ctx, len(runs))
 	var wg sync.WaitGroup
 	for _, run := range runs[1:] {
-		wg.Go(func() { run(ctx, errs) })
+		wg.Go(func() {
+			defer batch.Done()
+			run(ctx, errs)
+		})
 	}
-	runs[0](ctx, errs)
+	func() {
+		defer batch.Done()
+		runs[0](ctx, errs)
+	}()
 	wg.Wait()
 	for i, err := range errs {
 		e := &w.list[i]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
 )
 
@@ -68,7 +69,11 @@ func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (
 	}
 	lsn := writeLSN(ctx)
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
-	n, err := writeScript.Run(ctx, e.c.client, []string{key, key + ":ver"}, token.New(), e.verPX, lsnArg(lsn), entry, px, version).Int()
+	// RunMany, not Run: after a commit the call shares the pipeline of the
+	// commit's other effects (script.Batch).
+	call := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{token.New(), e.verPX, lsnArg(lsn), entry, px, version}}}
+	err = script.RunMany(ctx, e.c.client, call)
+	n, _ := call[0].Cmd.Int()
 	if e.redisResult(ctx, err) == nil {
 		return n == 1, nil
 	}

@@ -23,11 +23,19 @@ type Call struct {
 // fails (a script error, a node that is down) does not lose the others'
 // replies. RunMany returns the first call's error, in calls order, or nil.
 //
-// An empty batch sends nothing.
+// An empty batch sends nothing. Under a Batch's context (NewBatch), the
+// calls join the other participants' in one pipeline.
 func RunMany(ctx context.Context, c Pipeliner, calls []Call) error {
 	if len(calls) == 0 {
 		return nil
 	}
+	if b, ok := ctx.Value(batchKey{}).(*Batch); ok {
+		return b.run(c, calls)
+	}
+	return runMany(ctx, c, calls)
+}
+
+func runMany(ctx context.Context, c Pipeliner, calls []Call) error {
 	pipe := c.Pipeline()
 	for i := range calls {
 		cl := &calls[i]
