@@ -16,7 +16,10 @@ import (
 // target: the ids of the Invalidates of one entity, of the Bumps of one
 // ListGenerations and the keys of the AddToFilters of one filter are one
 // effect each, so that a transaction of a thousand writes costs one
-// pipelined call per target, not two thousand round trips. A Distrust is
+// pipelined call per target, not two thousand round trips, and Run sends
+// the targets' script calls on one Redis client in one pipeline (one round
+// trip per node; the Invalidates of one Cache's entities in shared
+// write.lua calls). A Distrust is
 // kept once per filter; Patches and StoreIfVersions, which compare what
 // their own write read, are kept one by one. The zero Effects is empty and
 // ready; it is not safe for concurrent use.
