@@ -133,8 +133,14 @@ func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error
 	errs := make([]error, len(w.list))
 	runs := w.runs()
 	// The runs' script calls on one client share a pipeline: one round
-	// trip per node after the commit (script.Batch).
-	batch, ctx := script.NewBatch(ctx, len(runs))
+	// trip per node after the commit (script.Batch). Not for big batches
+	// (a bulk write, a CDC transaction): there the time is the client's
+	// and Redis's work, not round trips, and the targets' own pipelines,
+	// sent concurrently, overlap them.
+	var batch *script.Batch
+	if w.n <= batchedEffectsMax {
+		batch, ctx = script.NewBatch(ctx, len(runs))
+	}
 	var wg sync.WaitGroup
 	for _, run := range runs[1:] {
 		wg.Go(func() {
@@ -163,6 +169,12 @@ func (w *Effects) try(ctx context.Context) (failed *Effects, held int, err error
 	}
 	return failed, held, errors.Join(errs...)
 }
+
+// batchedEffectsMax is the most ids and keys (Effects.Len) whose effects
+// share one pipeline: a commit of a few rows. An asidebench outofband run
+// applying 50,000 rows in one pipeline per batch took 2.5 s instead of
+// 1.7 s.
+const batchedEffectsMax = 256
 
 // runs returns the independent pieces of w's work, each setting the
 // errors of its effects in errs: one per effect, but that the Invalidates

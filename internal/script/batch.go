@@ -39,8 +39,11 @@ func NewBatch(ctx context.Context, n int) (*Batch, context.Context) {
 }
 
 // Done reports that a participant has finished: it calls RunMany no more.
-// Each participant calls it once.
+// Each participant calls it once. Done of a nil *Batch does nothing.
 func (b *Batch) Done() {
+	if b == nil {
+		return
+	}
 	b.mu.Lock()
 	b.open--
 	reqs := b.ready()
