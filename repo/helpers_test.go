@@ -117,6 +117,8 @@ type cmdCounter struct {
 	cmds    [][]string // name, then the other arguments as text
 	trips   int        // round trips: single commands and pipelines
 	tripLog []string
+	// tripCmds are the command names of each round trip, lower case.
+	tripCmds [][]string
 }
 
 func (c *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -142,7 +144,7 @@ func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		if !handshake(cmd) {
-			c.trip(cmd.Name())
+			c.trip(cmd.Name(), cmd)
 		}
 		c.add(cmd)
 		return next(ctx, cmd)
@@ -155,7 +157,7 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 			return next(ctx, cmds)
 		}
 		if !slices.ContainsFunc(cmds, handshake) {
-			c.trip(fmt.Sprintf("pipeline of %d", len(cmds)))
+			c.trip(fmt.Sprintf("pipeline of %d", len(cmds)), cmds...)
 		}
 		for _, cmd := range cmds {
 			c.add(cmd)
@@ -191,9 +193,14 @@ func handshake(cmd redis.Cmder) bool {
 	return false
 }
 
-func (c *cmdCounter) trip(what string) {
+func (c *cmdCounter) trip(what string, cmds ...redis.Cmder) {
+	names := make([]string, len(cmds))
+	for i, cmd := range cmds {
+		names[i] = strings.ToLower(cmd.Name())
+	}
 	c.mu.Lock()
 	c.tripLog = append(c.tripLog, what)
+	c.tripCmds = append(c.tripCmds, names)
 	c.trips++
 	c.mu.Unlock()
 }
@@ -209,6 +216,7 @@ func (c *cmdCounter) reset() {
 	c.mu.Lock()
 	c.trips = 0
 	c.tripLog = nil
+	c.tripCmds = nil
 	c.cmds = nil
 	c.mu.Unlock()
 }

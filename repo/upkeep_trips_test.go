@@ -3,56 +3,11 @@ package repo_test
 import (
 	"context"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/sample"
 	"github.com/asidekit/asidekit/repo"
 )
-
-// tripNames records, per round trip, the names of the commands sent.
-type tripNames struct {
-	mu    sync.Mutex
-	trips [][]string
-}
-
-func (h *tripNames) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *tripNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *tripNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.note(cmds...)
-		return next(ctx, cmds)
-	}
-}
-
-func (h *tripNames) note(cmds ...redis.Cmder) {
-	if slices.ContainsFunc(cmds, handshake) || epochLearning(cmds...) {
-		return
-	}
-	names := make([]string, len(cmds))
-	for i, c := range cmds {
-		names[i] = strings.ToLower(c.Name())
-	}
-	h.mu.Lock()
-	h.trips = append(h.trips, names)
-	h.mu.Unlock()
-}
-
-func (h *tripNames) take() [][]string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t := h.trips
-	h.trips = nil
-	return t
-}
 
 // A fully configured Update (write-through, a unique key and the primary
 // key in Bloom filters, a cached list that the write moves a row out of
@@ -85,14 +40,14 @@ func TestUpdate_upkeepOneRoundTrip(t *testing.T) {
 	if err := users.Update(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
-	var h tripNames
-	e.rdb.AddHook(&h)
 	u.Name, u.Email = "Grace", "trips3@example.com"
-	h.take()
+	e.reset()
 	if err := users.Update(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
-	trips := h.take()
+	e.cmds.mu.Lock()
+	trips := e.cmds.tripCmds
+	e.cmds.mu.Unlock()
 	t.Logf("round trips of the update: %v", trips)
 	scripted := 0
 	for _, names := range trips {
