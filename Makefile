@@ -13,7 +13,7 @@ STATICCHECK_VER := v0.8.2
 BIN             := $(CURDIR)/.bin
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 
-.PHONY: all test stress-test demo bench gobench peers chaos cover lint fmt
+.PHONY: all test stress-test demo bench gobench peers chaos cover lint fmt pathcount
 
 # The repository's modules: the library, then the ones that carry
 # dependencies so that the library's users do not (the tests on the embedded
@@ -99,6 +99,16 @@ peers:
 		{ echo "peers: set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR"; exit 2; }
 	mkdir -p out/peers
 	cd benchmarks/peers && $(GO) run ./cmd/asidepeers $(PEERSFLAGS) -json $(CURDIR)/out/peers/results.json -md $(CURDIR)/out/peers/results.md
+
+## pathcount: how many library functions, in how many files, one fully
+## configured Repository.Update, a repository hit and a cacheaside hit run
+## (counted from the coverage counters of a -cover build; see
+## internal/cmd/pathcount), on the servers named by ASIDEKIT_POSTGRES_DSN
+## and ASIDEKIT_REDIS_ADDR. PATHCOUNTFLAGS=-v lists the functions.
+PATHCOUNTFLAGS ?=
+pathcount:
+	$(GO) build -cover -covermode=atomic -coverpkg=./... -o $(BIN)/pathcount ./internal/cmd/pathcount
+	@d=$$(mktemp -d); GOCOVERDIR=$$d $(BIN)/pathcount $(PATHCOUNTFLAGS); rc=$$?; rm -rf $$d; exit $$rc
 
 ## chaos: asidechaos (the module chaos/) on real servers: PostgreSQL named by
 ## ASIDEKIT_POSTGRES_DSN (it creates and drops a database of its own there)
