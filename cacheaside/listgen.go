@@ -165,43 +165,6 @@ func (g *ListGenerations) Read(ctx context.Context, ids ...string) ([]Generation
 	return out, nil
 }
 
-// Seen returns the generation values of the lists ids as they are now,
-// for a writer to read before its COMMIT and give to Patch after it: one
-// round trip, a GET per list, pipelined; "" for a list without a
-// generation. A list whose value could not be read (its id cannot be a
-// key, Redis failed, the breaker is open) is left out: its writer bumps
-// it.
-func (g *ListGenerations) Seen(ctx context.Context, ids ...string) map[string]string {
-	if !g.c.br.Allow() {
-		g.ctr.inc(EventBypass)
-		return map[string]string{}
-	}
-	cmds := make(map[string]*redis.StringCmd, len(ids))
-	_, err := g.c.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, id := range ids {
-			if key, err := g.Key(id); err == nil {
-				cmds[id] = p.Get(ctx, key)
-			}
-		}
-		return nil
-	})
-	all := make([]*redis.StringCmd, 0, len(cmds))
-	for _, cmd := range cmds {
-		all = append(all, cmd)
-	}
-	_ = g.c.result(ctx, g.ctr, pipeErr(err, all))
-	out := make(map[string]string, len(cmds))
-	for id, cmd := range cmds {
-		switch v, err := cmd.Result(); {
-		case err == nil:
-			out[id] = v
-		case errors.Is(err, redis.Nil):
-			out[id] = "" // no generation: the patch bumps, starting one
-		}
-	}
-	return out
-}
-
 // splitGeneration splits a generation value into its base and its patch
 // lines.
 func splitGeneration(val string) Generation {

@@ -2,40 +2,11 @@ package cacheaside
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/asidekit/asidekit/internal/script"
 	"github.com/asidekit/asidekit/internal/token"
 )
-
-// Version returns id's version token ("" when it has none): what a write
-// reads before it changes the source of truth, to store its new value
-// afterwards with SetIfVersion. One GET; an error when Redis fails or the
-// breaker is open (the writer then invalidates, as ever).
-func (e *Entity[T]) Version(ctx context.Context, id string) (string, error) {
-	key, err := e.key(id)
-	if err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	if !e.c.br.Allow() {
-		e.ctr.inc(EventBypass)
-		return "", fmt.Errorf("cacheaside: version of %s %q: breaker open", e.name, id)
-	}
-	v, err := e.c.client.Get(ctx, key+":ver").Result()
-	if errors.Is(err, redis.Nil) {
-		v, err = "", nil
-	}
-	if err := e.redisResult(ctx, err); err != nil {
-		return "", fmt.Errorf("cacheaside: version of %s %q: %w", e.name, id, err)
-	}
-	return v, nil
-}
 
 // SetIfVersion is the write-through form of Set for a writer that read
 // id's version (Version) before it changed the source of truth: it stores

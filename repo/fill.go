@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -25,22 +26,32 @@ type seenBefore struct {
 
 // seen reads, before a write's statement, the list generations and the
 // version of the row with cache id key ("" when the database generates
-// it) that the upkeep of the write needs; nil in a transaction's view,
-// whose COMMIT comes later and may end with an unknown outcome, after
-// which nothing may be stored or patched.
+// it) that the upkeep of the write needs, in one round trip
+// (cacheaside's ReadBefore); nil in a transaction's view, whose COMMIT
+// comes later and may end with an unknown outcome, after which nothing
+// may be stored or patched.
 func (r *Repository[T, ID]) seen(ctx context.Context, before *rowKeys, row *T, key string) *seenBefore {
 	if r.tx != nil {
 		return nil
 	}
-	s := &seenBefore{}
-	if r.c.writeThrough && key != "" && row != nil {
-		v, err := r.c.ent.Version(ctx, key)
-		if err != nil {
-			return nil // Redis is failing: the upkeep invalidates and bumps
-		}
-		s.version, s.fill = v, true
+	version := r.c.writeThrough && key != "" && row != nil
+	patches := slices.ContainsFunc(r.c.lists.all(), func(q *listQuery) bool { return q.patchable })
+	if !version && !patches {
+		return nil
 	}
-	if s.lists = r.seenLists(ctx, before, row); s.lists == nil && !s.fill {
+	reads, at := r.listReads(ctx, before, row)
+	got := r.c.ent.ReadBefore(ctx, key, version, reads)
+	if got.VersionErr != nil {
+		return nil // Redis is failing: the upkeep invalidates and bumps
+	}
+	s := &seenBefore{version: got.Version, fill: version}
+	if patches {
+		s.lists = make([]map[string]string, r.c.lists.len())
+		for j, i := range at {
+			s.lists[i] = got.Lists[j]
+		}
+	}
+	if s.lists == nil && !s.fill {
 		return nil
 	}
 	return s

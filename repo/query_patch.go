@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/cacheaside"
 )
 
 // This file holds list patches: how a write through the repository
@@ -191,17 +193,13 @@ func patchWindow[ID comparable](e queryEntry[ID], lower string, size int, lines 
 	}
 }
 
-// seenLists reads, before a write's statement, the generations of the
-// lists of its patchable queries that the row leaves (before's) and joins
-// (row's; nil for a delete), so that its upkeep can patch them: one round
-// trip per such query; nil without patchable queries.
-func (r *Repository[T, ID]) seenLists(ctx context.Context, before *rowKeys, row *T) []map[string]string {
-	qs := r.c.lists.all()
-	if !slices.ContainsFunc(qs, func(q *listQuery) bool { return q.patchable }) {
-		return nil
-	}
-	out := make([]map[string]string, len(qs))
-	for i, q := range qs {
+// listReads are the lists of the patchable queries that a write's row
+// leaves (before's) and joins (row's; nil for a delete), whose
+// generations the write reads before its statement so that its upkeep
+// can patch them; at[i] is the query of the ListRead i. None without
+// patchable queries, or when the row keeps its place in every list.
+func (r *Repository[T, ID]) listReads(ctx context.Context, before *rowKeys, row *T) (reads []cacheaside.ListRead, at []int) {
+	for i, q := range r.c.lists.all() {
 		if !q.patchable {
 			continue
 		}
@@ -219,10 +217,11 @@ func (r *Repository[T, ID]) seenLists(ctx context.Context, before *rowKeys, row 
 			}
 		}
 		if len(wheres) > 0 {
-			out[i] = q.gens.lg.Seen(ctx, wheres...)
+			reads = append(reads, cacheaside.ListRead{Lists: q.gens.lg, IDs: wheres})
+			at = append(at, i)
 		}
 	}
-	return out
+	return reads, at
 }
 
 // idJSON returns id as JSON for a patch line; "" (no patch) when id does

@@ -117,7 +117,11 @@ func TestWriteThrough(t *testing.T) {
 // upkeeps delayed at random so that they often run out of commit order;
 // readers Get the rows through random processes. No read may return a
 // row older than a write completed before the read began (by the
-// trigger's seq, the commit order).
+// trigger's seq, the commit order). The writes also move the rows
+// between the lists of a patchable query that the readers list too, so
+// that each write reads its row's version and the lists' generations
+// before its statement together (cacheaside's ReadBefore) and its upkeep
+// both stores the row and patches the lists.
 func TestWriteThrough_history(t *testing.T) {
 	if n := writeThroughHistory(t); n != 0 {
 		t.Fatalf("%d stale reads", n)
@@ -143,16 +147,23 @@ func writeThroughHistory(t *testing.T) (stale int) {
 	e := newEnv(t)
 	ctx := context.Background()
 	var rs []*repo.Repository[wtRow, int64]
+	var qs []*repo.Query[wtRow, int64]
 	for i := range procs {
 		cache := e.cache
 		if i > 0 {
 			cache = newCacheOn(t, e.rdb, e.ns)
 		}
-		rs = append(rs, e.wtRows(t, cache))
+		r := e.wtRows(t, cache)
+		q, err := repo.NewQuery(r, repo.QueryOf{Name: "by_name", Where: []string{"name"}, Order: "id"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, qs = append(rs, r), append(qs, q)
 	}
+	names := []string{"a", "b"}
 	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	for id := int64(1); id <= rows; id++ {
-		if err := rs[0].Create(ctx, &wtRow{ID: id, Name: "seed", At: at}); err != nil {
+		if err := rs[0].Create(ctx, &wtRow{ID: id, Name: names[0], At: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,7 +183,7 @@ func writeThroughHistory(t *testing.T) (stale int) {
 	for range writers {
 		wg.Go(func() {
 			for range opsEach {
-				v := wtRow{ID: 1 + rand.Int64N(rows), Name: "w", At: at}
+				v := wtRow{ID: 1 + rand.Int64N(rows), Name: names[rand.IntN(2)], At: at}
 				if err := rs[rand.IntN(procs)].Update(ctx, &v); err != nil {
 					errs <- err
 					return
@@ -197,6 +208,13 @@ func writeThroughHistory(t *testing.T) (stale int) {
 				case <-stop:
 					return
 				default:
+				}
+				if rand.IntN(4) == 0 { // keep the lists cached, for the writes to patch
+					if _, _, err := qs[rand.IntN(procs)].List(ctx, repo.Page{Size: 10}, names[rand.IntN(2)]); err != nil {
+						errs <- err
+						return
+					}
+					continue
 				}
 				id := 1 + rand.Int64N(rows)
 				start := time.Now()
@@ -233,9 +251,16 @@ func writeThroughHistory(t *testing.T) (stale int) {
 	for _, r := range rs {
 		filled += r.Stats().Hits
 	}
-	t.Logf("%d writes, %d reads, %d stale, %d hits", len(writes), len(reads), stale, filled)
+	var patches int64
+	for _, q := range qs {
+		patches += q.Stats().Patches
+	}
+	t.Logf("%d writes, %d reads, %d stale, %d hits, %d lists patched", len(writes), len(reads), stale, filled, patches)
 	if len(reads) < 50 {
 		t.Fatalf("only %d reads", len(reads))
+	}
+	if patches == 0 {
+		t.Fatal("no write patched a list: the history did not combine write-through and lists")
 	}
 	return stale
 }
