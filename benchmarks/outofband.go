@@ -53,12 +53,26 @@ type OutOfBandParams struct {
 	// makes after its writes, timed from its COMMIT returning to the
 	// Invalidator having applied it; 0 skips it.
 	BulkRows int `json:"bulk_rows"`
+	// BurstRate is the single-row plain-SQL UPDATEs per second of the
+	// burst the cdc variant sends after its bulk UPDATE, over the bulk's
+	// rows, for BurstFor; burst_lag_ms is the Invalidator's lag when it
+	// ends. 0 skips it.
+	BurstRate int           `json:"burst_writes_per_sec"`
+	BurstFor  time.Duration `json:"burst_for"`
+	// TruncateRows is the size of the transaction the cdc variant ends
+	// with: BEGIN; TRUNCATE users; INSERT TruncateRows rows; COMMIT,
+	// timed from its COMMIT returning to the Invalidator having applied
+	// it. 0 skips it.
+	TruncateRows int `json:"truncate_rows"`
 }
 
 // DefaultOutOfBandParams are the sizes the issue's targets are stated at:
-// 500 writes/s for 6 s, read by 2 processes, then an UPDATE of 50,000 rows.
+// 500 writes/s for 6 s, read by 2 processes, then an UPDATE of 50,000
+// rows, a burst of 5,000 writes/s for 5 s, and a TRUNCATE and INSERT of
+// 50,000 rows in one transaction.
 func DefaultOutOfBandParams() OutOfBandParams {
-	return OutOfBandParams{Instances: 2, Rate: 500, Duration: 6 * time.Second, Cap: time.Second, BulkRows: 50_000}
+	return OutOfBandParams{Instances: 2, Rate: 500, Duration: 6 * time.Second, Cap: time.Second, BulkRows: 50_000,
+		BurstRate: 5000, BurstFor: 5 * time.Second, TruncateRows: 50_000}
 }
 
 // oobWrite is one out-of-band write and what every process must read
@@ -236,7 +250,13 @@ func runOutOfBandVariant(ctx context.Context, env *Env, p OutOfBandParams, keys 
 	if row, err = oobFinish(ctx, repos, writes, row, false); err != nil || inv == nil || p.BulkRows <= 0 {
 		return row, err
 	}
-	return oobBulk(ctx, env, repos[0], inv, bulkBase+base, p.BulkRows, row)
+	if row, err = oobBulk(ctx, env, repos[0], inv, bulkBase+base, p.BulkRows, row); err != nil {
+		return row, err
+	}
+	if row, err = oobBurst(ctx, env, inv, bulkBase+base, p.BulkRows, p, row); err != nil {
+		return row, err
+	}
+	return oobTruncate(ctx, env, repos[0], inv, bulkBase+base, p.TruncateRows, row)
 }
 
 // bulkBase is where the ids of oobBulk's rows start, above those of every

@@ -26,7 +26,8 @@ func TestOutOfBand_embeddedSkips(t *testing.T) {
 func TestOutOfBand_real(t *testing.T) {
 	t.Parallel()
 	env := logicalEnv(t)
-	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second, BulkRows: 2000}
+	p := benchmarks.OutOfBandParams{Instances: 2, Rate: 200, Duration: time.Second, Cap: time.Second, BulkRows: 2000,
+		BurstRate: 200, BurstFor: 500 * time.Millisecond, TruncateRows: 2000}
 	res, err := benchmarks.RunOutOfBand(context.Background(), env, p)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,13 @@ func TestOutOfBand_real(t *testing.T) {
 	if n := metric(t, res, "cdc", benchmarks.MetricBulkStale); n != 0 {
 		t.Errorf("cdc: bulk_stale = %v: rows read old after the bulk UPDATE was applied", n)
 	}
-	for _, m := range []string{benchmarks.MetricBulkApplyMS, benchmarks.MetricBulkApplyFullMS} {
+	if n := metric(t, res, "cdc", benchmarks.MetricTruncateStale); n != 0 {
+		t.Errorf("cdc: truncate_stale = %v: rows read old after the TRUNCATE and INSERT were applied", n)
+	}
+	if n := metric(t, res, "cdc", benchmarks.MetricBurstWrites); n == 0 {
+		t.Error("cdc: the burst made no write")
+	}
+	for _, m := range []string{benchmarks.MetricBulkApplyMS, benchmarks.MetricBulkApplyFullMS, benchmarks.MetricTruncateMS, benchmarks.MetricBurstLagMS} {
 		if ms := metric(t, res, "cdc", m); ms <= 0 {
 			t.Errorf("cdc: %s = %v", m, ms)
 		}
