@@ -47,7 +47,7 @@ func (f *feed[T, ID]) RebuildFilter(ctx context.Context) error {
 func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecoded []rowchange.Undecoded, err error) {
 	c := f.c
 	ctx := context.Background()
-	rc := rowChange{earlierApplied: true} // the log comes in commit order
+	rc := rowChange{earlierApplied: true, covered: ch.Covered} // the log comes in commit order
 	// side returns the keys of row, whose primary key the log carries.
 	side := func(row rowchange.Row) *rowKeys {
 		k, lost := c.keysOfLog(ctx, row)

@@ -61,6 +61,10 @@ type rowChange struct {
 	// in that process's retrier (its Redis link cut, ErrAfterCommit), so
 	// the write repairs what that upkeep owed its row (see planChange).
 	earlierApplied bool
+	// covered says that a TRUNCATE's InvalidateAll of the table follows
+	// the change (rowchange.Change.Covered): only the filters' additions
+	// are queued.
+	covered bool
 	// seen holds, per declared query, the generations of the lists the
 	// writer read before its COMMIT (by filter values), and idJSON the
 	// row's primary key as JSON: a list found in seen is patched rather

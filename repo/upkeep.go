@@ -29,9 +29,16 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	if testswitch.RepairOff.Load() {
 		ch.earlierApplied = true // the rule of repo/cdc for every writer
 	}
+	if ch.covered {
+		qs = nil // the TRUNCATE bumps every list
+	}
 	s := c.shape
 	s.lists = len(qs)
 	p := planChange(ch, s)
+	if ch.covered {
+		c.queueFilters(w, p)
+		return
+	}
 	for i, q := range qs {
 		if p.allLists[i] {
 			w.Add(cacheaside.Bump(q.gens.lg, allLists))
@@ -45,12 +52,7 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 			}
 		}
 	}
-	if c.filter != nil {
-		w.Add(cacheaside.AddToFilter(c.filter, c.name, p.filterIDs...))
-		if p.distrust {
-			w.Add(cacheaside.Distrust(c.filter, c.name))
-		}
-	}
+	c.queueFilters(w, p)
 	if p.allIDs {
 		w.Add(cacheaside.InvalidateAll(c.ent))
 	}
@@ -62,18 +64,33 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	for i, l := range c.lookups {
 		if i < len(p.allMaps) && p.allMaps[i] {
 			w.Add(cacheaside.InvalidateAll(l.ent))
-			if l.filter != nil {
-				w.Add(cacheaside.Distrust(l.filter, l.name))
-			}
-		}
-		if l.filter != nil {
-			w.Add(cacheaside.AddToFilter(l.filter, l.name, p.adds[i]...))
 		}
 		for _, k := range p.maps[i] {
 			if l.cacheable(k) {
 				w.Add(cacheaside.Invalidate(l.ent, k))
 			}
 		}
+	}
+}
+
+// queueFilters adds the filters' part of p to w: what a change covered
+// by a TRUNCATE of its table still needs (its keys added), the rest
+// being the TRUNCATE's InvalidateAll.
+func (c *core[T, ID]) queueFilters(w *cacheaside.Effects, p plan) {
+	if c.filter != nil {
+		w.Add(cacheaside.AddToFilter(c.filter, c.name, p.filterIDs...))
+		if p.distrust {
+			w.Add(cacheaside.Distrust(c.filter, c.name))
+		}
+	}
+	for i, l := range c.lookups {
+		if l.filter == nil {
+			continue
+		}
+		if i < len(p.allMaps) && p.allMaps[i] {
+			w.Add(cacheaside.Distrust(l.filter, l.name))
+		}
+		w.Add(cacheaside.AddToFilter(l.filter, l.name, p.adds[i]...))
 	}
 }
 

@@ -19,6 +19,12 @@ const (
 type Change struct {
 	Kind     Kind
 	Old, New Row
+	// Covered says that every cached key of the table (rows, mappings,
+	// lists) is invalidated after this change is committed and before it
+	// counts as applied: a TRUNCATE of the table in the same group of
+	// transactions, whose InvalidateAll refuses every load that began
+	// before it. Such a change needs only its filters' additions.
+	Covered bool
 }
 
 // Row is one side of a change: the columns the log carries, each with its

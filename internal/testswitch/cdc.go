@@ -8,3 +8,9 @@ import "sync/atomic"
 // cached across a plain-SQL insert, move, soft delete or delete. The
 // repositories' own writes keep their bumps and patches.
 var CDCListsOff atomic.Bool
+
+// CoveredAlwaysOn makes repo/cdc treat every change as covered by a
+// TRUNCATE (rowchange.Change.Covered), truncated table or not: the
+// change then queues only its filters' additions, and a row or mapping
+// cached before it stays as it was.
+var CoveredAlwaysOn atomic.Bool

@@ -13,7 +13,10 @@
 //     the old values);
 //   - TRUNCATE invalidates every key of the entity and its mappings within
 //     the cache's namespace (a SCAN of the entity's keys on every master,
-//     never FLUSHDB).
+//     never FLUSHDB), once the transactions applied with it are; a row
+//     written after the TRUNCATE in those transactions (BEGIN; TRUNCATE;
+//     INSERT …; COMMIT) only adds its keys to the Bloom filters, its other
+//     upkeep being the TRUNCATE's.
 //
 // Use:
 //

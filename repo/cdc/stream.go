@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/backoff"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 var (
@@ -204,6 +206,10 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		return nil
 	}
 	ch, derr := r.change(msg) // with derr, the columns it could not read are unknown
+	// A TRUNCATE of the table earlier in the transactions not yet applied:
+	// its InvalidateAll, run when they are (apply), drops every key of
+	// the table after this change too.
+	ch.Covered = slices.Contains(a.truncs, r.target) || testswitch.CoveredAlwaysOn.Load()
 	lost, err := r.target.Queue(&a.set, ch)
 	a.set.SetLSN(a.lsn)
 	if err != nil {

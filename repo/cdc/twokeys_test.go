@@ -11,6 +11,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/repo/cdc"
 )
@@ -82,11 +83,33 @@ func TestInvalidator_twoUniqueKeys(t *testing.T) {
 }
 
 // Random plain-SQL inserts, updates (of the name, either unique value or
-// the primary key) and deletes on a table with two unique keys: after the
+// the primary key), deletes, and transactions that TRUNCATE the table and
+// write rows again after it, on a table with two unique keys: after the
 // Invalidator applied each, every id and every unique value reads what the
-// table holds, although rows and absences are cached for an hour.
+// table holds, although rows and absences are cached for an hour. (A row
+// written after a TRUNCATE in its transaction queues only its filters'
+// additions: the TRUNCATE's InvalidateAll, run after it, drops the rest.)
 func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 	t.Parallel()
+	if err := twoKeysHistory(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With every change taken as covered by a TRUNCATE, truncated table or
+// not, the same history reads cached rows and absences that the table no
+// longer holds: the check can fail. (Not parallel: the switch is
+// process-wide.)
+func TestInvalidator_twoUniqueKeys_history_failsCoveredAlways(t *testing.T) {
+	testswitch.CoveredAlwaysOn.Store(true)
+	defer testswitch.CoveredAlwaysOn.Store(false)
+	if err := twoKeysHistory(t); err == nil {
+		t.Fatal("no stale read with every change taken as covered: the history test cannot fail")
+	}
+}
+
+// twoKeysHistory runs the history and returns its first stale read.
+func twoKeysHistory(t *testing.T) error {
 	e := redisEnv(t)
 	ctx := context.Background()
 	if err := e.db.AutoMigrate(&sample.Member{}); err != nil {
@@ -99,7 +122,7 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	id := func() int64 { return 1 + rng.Int64N(5) }
 	val := func(p string) string { return fmt.Sprintf("%s%d", p, 1+rng.IntN(4)) }
-	check := func(what string) {
+	check := func(what string) error {
 		t.Helper()
 		var rows []sample.Member
 		if err := e.db.Find(&rows).Error; err != nil {
@@ -113,7 +136,7 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 		for i := int64(1); i <= 5; i++ {
 			got, err := members.Get(ctx, i)
 			if want, ok := byID[i]; ok != (err == nil) || got != want {
-				t.Fatalf("%s: Get(%d) = %+v, %v; want %+v (found %v)", what, i, got, err, want, ok)
+				return fmt.Errorf("%s: Get(%d) = %+v, %v; want %+v (found %v)", what, i, got, err, want, ok)
 			}
 		}
 		for _, col := range []string{"email", "handle"} {
@@ -121,16 +144,20 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 				v := fmt.Sprintf("%c%d", col[0], i)
 				got, err := members.GetBy(ctx, col, v)
 				if want, ok := by[col+" "+v]; ok != (err == nil) || got != want {
-					t.Fatalf("%s: GetBy(%s, %s) = %+v, %v; want %+v (found %v)", what, col, v, got, err, want, ok)
+					return fmt.Errorf("%s: GetBy(%s, %s) = %+v, %v; want %+v (found %v)", what, col, v, got, err, want, ok)
 				}
 			}
 		}
+		return nil
 	}
-	check("start")
+	if err := check("start"); err != nil {
+		return err
+	}
+	truncates := 0
 	for step := range 120 {
 		var sql string
 		var args []any
-		switch rng.IntN(6) {
+		switch rng.IntN(7) {
 		case 0, 1:
 			sql, args = "INSERT INTO members (id, email, handle, name) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
 				[]any{id(), val("e"), val("h"), val("n")}
@@ -142,13 +169,27 @@ func TestInvalidator_twoUniqueKeys_history(t *testing.T) {
 			sql, args = "UPDATE members SET id = ? WHERE id = ?", []any{id(), id()}
 		case 5:
 			sql, args = "DELETE FROM members WHERE id = ?", []any{id()}
+		case 6: // rows written after a TRUNCATE in their transaction
+			truncates++
+			sql = "BEGIN; TRUNCATE members;"
+			for range 1 + rng.IntN(3) {
+				sql += fmt.Sprintf(" INSERT INTO members (id, email, handle, name) VALUES (%d, '%s', '%s', '%s') ON CONFLICT DO NOTHING;",
+					id(), val("e"), val("h"), val("n"))
+			}
+			sql += fmt.Sprintf(" UPDATE members SET name = '%s' WHERE id = %d; COMMIT", val("n"), id())
 		}
 		if err := e.db.Exec(sql, args...).Error; err != nil && !isUniqueViolation(err) {
 			t.Fatalf("%s %v: %v", sql, args, err)
 		}
 		e.sync(t, inv)
-		check(fmt.Sprintf("step %d: %s %v", step, sql, args))
+		if err := check(fmt.Sprintf("step %d: %s %v", step, sql, args)); err != nil {
+			return err
+		}
 	}
+	if truncates == 0 {
+		t.Fatal("no TRUNCATE in the history")
+	}
+	return nil
 }
 
 func isUniqueViolation(err error) bool {
