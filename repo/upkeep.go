@@ -21,6 +21,9 @@ const AfterCommitTimeout = 5 * time.Second
 // the row, ch.fill), the filters' adds and distrusts, and the declared
 // queries' generation bumps and patches. Values too long to be a
 // mapping's cache id are never cached, so they have no mapping to drop.
+// A change covered by a TRUNCATE of the table (ch.covered, repo/cdc)
+// queues only the filters' part: the TRUNCATE's InvalidateAll does the
+// rest.
 func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	qs := c.lists.all()
 	if ch.earlierApplied && testswitch.CDCListsOff.Load() {
