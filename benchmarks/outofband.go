@@ -282,33 +282,11 @@ func oobBulk(ctx context.Context, env *Env, r *repo.Repository[sample.User, int6
 	if err := inv.CatchUp(ctx); err != nil { // the inserts are not part of the figure
 		return row, err
 	}
-	sample := make([]int64, 0, 100) // cached before each UPDATE, read again after it is applied
-	for id := from + 1; id <= from+int64(n); id += max(int64(n)/100, 1) {
-		sample = append(sample, id)
-	}
+	sample := sampleIDs(from, n) // cached before each UPDATE, read again after it is applied
 	update := func(name string) (time.Duration, int, error) {
-		if _, err := r.GetMany(ctx, sample); err != nil {
-			return 0, 0, err
-		}
-		if err := db.Exec("UPDATE users SET name = ? WHERE id > ? AND id <= ?", name, from, from+int64(n)).Error; err != nil {
-			return 0, 0, err
-		}
-		start := time.Now()
-		if err := inv.CatchUp(ctx); err != nil {
-			return 0, 0, err
-		}
-		took := time.Since(start)
-		got, err := r.GetMany(ctx, sample)
-		if err != nil {
-			return 0, 0, err
-		}
-		stale := 0
-		for _, id := range sample {
-			if got[id].Name != name {
-				stale++
-			}
-		}
-		return took, stale, nil
+		return timedApply(ctx, r, inv, sample, name, func() error {
+			return db.Exec("UPDATE users SET name = ? WHERE id > ? AND id <= ?", name, from, from+int64(n)).Error
+		})
 	}
 	took, stale, err := update("bulk")
 	if err != nil {

@@ -24,8 +24,7 @@ const (
 )
 
 const (
-	burstConns           = 16  // the burst's writers: one connection each
-	truncateSample       = 100 // rows read before and after the TRUNCATE
+	burstConns           = 16 // the burst's writers: one connection each
 	truncateInsertedName = "reinserted"
 )
 
@@ -96,39 +95,57 @@ func oobTruncate(ctx context.Context, env *Env, r *repo.Repository[sample.User, 
 	if n <= 0 {
 		return row, nil
 	}
-	var ids []int64
-	for id := from + 1; id <= from+int64(n); id += max(int64(n)/truncateSample, 1) {
-		ids = append(ids, id)
-	}
-	if _, err := r.GetMany(ctx, ids); err != nil {
-		return row, err
-	}
-	err := env.DB.WithContext(ctx).Exec(`BEGIN;
+	sql := fmt.Sprintf(`BEGIN;
 		TRUNCATE users;
 		INSERT INTO users (id, email, name, created_at, updated_at)
-			SELECT i, 'bulk' || i || '@example.com', '` + truncateInsertedName + `', now(), now() FROM generate_series(` +
-		fmt.Sprint(from+1) + `::bigint, ` + fmt.Sprint(from+int64(n)) + `::bigint) i;
-		COMMIT`).Error
+			SELECT i, 'bulk' || i || '@example.com', '%s', now(), now() FROM generate_series(%d::bigint, %d::bigint) i;
+		COMMIT`, truncateInsertedName, from+1, from+int64(n))
+	took, stale, err := timedApply(ctx, r, inv, sampleIDs(from, n), truncateInsertedName, func() error {
+		return env.DB.WithContext(ctx).Exec(sql).Error
+	})
 	if err != nil {
 		return row, err
-	}
-	start := time.Now()
-	if err := inv.CatchUp(ctx); err != nil {
-		return row, err
-	}
-	took := time.Since(start)
-	got, err := r.GetMany(ctx, ids)
-	if err != nil {
-		return row, err
-	}
-	stale := 0
-	for _, id := range ids {
-		if got[id].Name != truncateInsertedName {
-			stale++
-		}
 	}
 	row.Set(MetricTruncateRows, float64(n))
 	row.Set(MetricTruncateMS, float64(took.Microseconds())/1000)
 	row.Set(MetricTruncateStale, float64(stale))
 	return row, nil
+}
+
+// sampleIDs returns about 100 ids spread over from+1 … from+n: the rows
+// a bulk step reads before and after it.
+func sampleIDs(from int64, n int) []int64 {
+	ids := make([]int64, 0, 100)
+	for id := from + 1; id <= from+int64(n); id += max(int64(n)/100, 1) {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// timedApply reads ids through r (cached), runs write, and times the
+// Invalidator's apply of it: from write returning (its COMMIT) to
+// CatchUp returning. stale counts the rows of ids read afterwards whose
+// name is not want.
+func timedApply(ctx context.Context, r *repo.Repository[sample.User, int64], inv *cdc.Invalidator, ids []int64, want string, write func() error) (took time.Duration, stale int, err error) {
+	if _, err := r.GetMany(ctx, ids); err != nil {
+		return 0, 0, err
+	}
+	if err := write(); err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	if err := inv.CatchUp(ctx); err != nil {
+		return 0, 0, err
+	}
+	took = time.Since(start)
+	got, err := r.GetMany(ctx, ids)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, id := range ids {
+		if got[id].Name != want {
+			stale++
+		}
+	}
+	return took, stale, nil
 }

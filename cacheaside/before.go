@@ -20,8 +20,8 @@ type ListRead struct {
 	IDs   []string
 }
 
-// Seen is what ReadBefore read.
-type Seen struct {
+// Before is what ReadBefore read.
+type Before struct {
 	// Version is the entry's version token ("" when it has none) and
 	// VersionErr why it could not be read, as Entity.Version returns
 	// them; both zero when the version was not asked for.
@@ -37,8 +37,8 @@ type Seen struct {
 // answer is what its own call would have returned: a read the breaker
 // refuses, or that fails, fails the version or leaves the lists' ids out.
 // Lists of another Cache are read on their own.
-func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lists []ListRead) Seen {
-	s := Seen{Lists: make([]map[string]string, len(lists))}
+func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lists []ListRead) Before {
+	s := Before{Lists: make([]map[string]string, len(lists))}
 	var ver *redis.StringCmd
 	var key string
 	if version {

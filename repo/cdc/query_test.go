@@ -22,7 +22,9 @@ type cqitem struct {
 // Plain SQL seen through the WAL invalidates the lists of a cached query:
 // with REPLICA IDENTITY FULL exactly those of the old and the new row's
 // category; with the default identity (no old row in the log) every list
-// of the query, counted as a fallback. TRUNCATE invalidates every list.
+// of the query, counted as a fallback. TRUNCATE invalidates every list,
+// rows written after it in its transaction included (they queue no list
+// work of their own: the TRUNCATE's covers them).
 func TestInvalidator_queries(t *testing.T) {
 	t.Parallel()
 	e := redisEnv(t)
@@ -103,6 +105,9 @@ func TestInvalidator_queries(t *testing.T) {
 			step("DELETE", "DELETE FROM cqitems WHERE id = 100",
 				pick(map[int64]uint64{3: 0, 5: 0, 7: 2}), !full)
 			step("TRUNCATE", "TRUNCATE cqitems", all, true)
+			step("TRUNCATE and INSERT", "BEGIN; INSERT INTO cqitems VALUES (300, 5, 5, 1); TRUNCATE cqitems;"+
+				" INSERT INTO cqitems VALUES (200, 5, 10, 1), (201, 3, 20, 1); UPDATE cqitems SET category_id = 7 WHERE id = 201; COMMIT",
+				all, true)
 		})
 	}
 }
