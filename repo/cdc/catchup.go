@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -52,9 +53,15 @@ func (inv *Invalidator) CatchUp(ctx context.Context) error {
 
 // ctxErr makes err match ctx's error when ctx has ended: a dial or a
 // query cut short by a deadline reports "i/o timeout", which callers
-// could not tell from a server that does not answer.
+// could not tell from a server that does not answer. A deadline that has
+// passed counts as ended even before ctx says so: the connection's own
+// timer, set to the same deadline, may fire before the context's.
 func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); cerr == nil && ok && !time.Now().Before(dl) {
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w (%w)", err, cerr)
 	}
 	return err
