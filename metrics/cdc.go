@@ -25,6 +25,8 @@ type CDCStatser interface {
 //	asidekit_cdc_bad_tables{invalidator}             gauge
 //	asidekit_cdc_lag_bytes{invalidator}              gauge
 //	asidekit_cdc_lag_seconds{invalidator}            gauge
+//	asidekit_cdc_pending_changes{invalidator}        gauge, row changes received of transactions not yet applied
+//	asidekit_cdc_pending_done{invalidator}           gauge, of them, those in the cache already (a big transaction's progress)
 //
 // Alert on lag_bytes and lag_seconds of the active process, on errors
 // growing, on slots_recreated_total growing (a lost slot: changes were
@@ -65,5 +67,9 @@ func NewCDCCollector(name string, src CDCStatser) prometheus.Collector {
 		func(s cdc.Stats) float64 { return float64(s.LagBytes) })
 	c.gauge(desc("lag_seconds", "Seconds since the transaction being applied committed; 0 when caught up."),
 		func(s cdc.Stats) float64 { return s.Lag.Seconds() })
+	c.gauge(desc("pending_changes", "Row changes received of the transactions not yet applied; 0 when caught up."),
+		func(s cdc.Stats) float64 { return float64(s.Pending) })
+	c.gauge(desc("pending_done", "Of the pending row changes, those already in the cache: a transaction larger than BatchSize is applied a batch at a time."),
+		func(s cdc.Stats) float64 { return float64(s.PendingDone) })
 	return c
 }

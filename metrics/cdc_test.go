@@ -18,7 +18,7 @@ func (f fixedCDCStats) Stats() cdc.Stats { return cdc.Stats(f) }
 
 func TestCDCCollector_matchesStats(t *testing.T) {
 	s := cdc.Stats{Active: true, Transactions: 7, Changes: 11, Skipped: 2, Undecoded: 6, Errors: 3, SlotsRecreated: 4, BadTables: 1, StandbyChecks: 5,
-		LagBytes: 4096, Lag: 1500 * time.Millisecond}
+		LagBytes: 4096, Lag: 1500 * time.Millisecond, Pending: 50_000, PendingDone: 12_000}
 	reg := registry(t, metrics.NewCDCCollector("main", fixedCDCStats(s)))
 	for name, want := range map[string]float64{
 		"asidekit_cdc_transactions_total":    7,
@@ -32,6 +32,8 @@ func TestCDCCollector_matchesStats(t *testing.T) {
 		"asidekit_cdc_bad_tables":            1,
 		"asidekit_cdc_lag_bytes":             4096,
 		"asidekit_cdc_lag_seconds":           1.5,
+		"asidekit_cdc_pending_changes":       50_000,
+		"asidekit_cdc_pending_done":          12_000,
 	} {
 		if got := cdcValue(t, reg, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

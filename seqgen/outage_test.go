@@ -499,7 +499,10 @@ func TestGenerator_Next_leaseHolderStuck(t *testing.T) {
 	e := newEnv(t)
 	g := e.gen(t, func(o *seqgen.Options) {
 		o.Segment, o.RefillAt = 2, 1 // the lease is taken only at the mark
-		o.LeaseTTL, o.RedisTimeout = time.Hour, 100*time.Millisecond
+		// RedisTimeout a second (the wait 5 s): at 100 ms a call slowed by
+		// a busy machine timed out, and the Redis error, not the wait,
+		// made the fallback.
+		o.LeaseTTL, o.RedisTimeout = time.Hour, time.Second
 	})
 	seen := newSerials()
 	seen.add(mustNext(t, g, "ORD")) // 1 of the segment (0, 2]

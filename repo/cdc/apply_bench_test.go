@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/asidekit/asidekit/repo/cdc"
 )
 
@@ -43,13 +45,64 @@ func benchApplyUpdate(b *testing.B, identity string) {
 	inv := e.invalidator(b, cdc.Options{})
 	run(b, inv)
 	e.sync(b, inv)
+	measureApply(b, e, inv, applyRows, nil, func(i int) {
+		e.exec(b, "UPDATE users SET name = ? WHERE id <= ?", "n"+string(rune('a'+i%26)), applyRows)
+	})
+}
+
+// BenchmarkApply_truncateInsert measures what BEGIN; TRUNCATE users;
+// INSERT applyRows rows; COMMIT costs the Invalidator, with the same
+// figures as BenchmarkApply_update (per inserted row). Before each
+// iteration, untimed, an UPDATE of every row leaves a version key per row
+// and per email mapping, as the writes of a live table do: the TRUNCATE's
+// InvalidateAll has them to walk.
+//
+//	go test -run '^$' -bench Apply_truncateInsert -benchtime 3x ./repo/cdc/
+func BenchmarkApply_truncateInsert(b *testing.B) {
+	const applyRows = 50_000
+	e := redisEnv(b)
+	insert := `INSERT INTO users (id, email, name, created_at, updated_at)
+		SELECT i, 'u' || i || '@example.com', 'before', now(), now() FROM generate_series(1, ?::bigint) i`
+	e.exec(b, insert, applyRows)
+	inv := e.invalidator(b, cdc.Options{})
+	run(b, inv)
+	e.sync(b, inv)
+	ctx := context.Background()
+	measureApply(b, e, inv, applyRows, func(int) {
+		e.exec(b, "UPDATE users SET name = 'touched'")
+		if err := inv.Wait(ctx, e.currentLSN(b)); err != nil {
+			b.Fatal(err)
+		}
+	}, func(int) {
+		err := e.db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("TRUNCATE users").Error; err != nil {
+				return err
+			}
+			return tx.Exec(insert, applyRows).Error
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// measureApply runs b.N iterations of prepare (untimed) and write, and
+// reports the Invalidator's cost of applying each write: the time from
+// the write's return to inv having applied it, and the figures
+// BenchmarkApply_update describes, per row of rows.
+func measureApply(b *testing.B, e *env, inv *cdc.Invalidator, rows int, prepare, write func(i int)) {
 	ctx := context.Background()
 	var wall, cpu, rcpu time.Duration
 	var allocs uint64
 	var ms runtime.MemStats
 	b.ResetTimer()
 	for i := range b.N {
-		e.exec(b, "UPDATE users SET name = ? WHERE id <= ?", "n"+string(rune('a'+i%26)), applyRows)
+		if prepare != nil {
+			b.StopTimer()
+			prepare(i)
+			b.StartTimer()
+		}
+		write(i)
 		lsn := e.currentLSN(b)
 		runtime.ReadMemStats(&ms)
 		a0 := ms.Mallocs
@@ -64,11 +117,11 @@ func benchApplyUpdate(b *testing.B, identity string) {
 		allocs += ms.Mallocs - a0
 	}
 	b.StopTimer()
-	rows := float64(b.N * applyRows)
-	b.ReportMetric(rows/wall.Seconds(), "rows/s")
-	b.ReportMetric(float64(cpu.Microseconds())/rows, "cpu-µs/row")
-	b.ReportMetric(float64(rcpu.Microseconds())/rows, "redis-cpu-µs/row")
-	b.ReportMetric(float64(allocs)/rows, "allocs/row")
+	total := float64(b.N * rows)
+	b.ReportMetric(total/wall.Seconds(), "rows/s")
+	b.ReportMetric(float64(cpu.Microseconds())/total, "cpu-µs/row")
+	b.ReportMetric(float64(rcpu.Microseconds())/total, "redis-cpu-µs/row")
+	b.ReportMetric(float64(allocs)/total, "allocs/row")
 }
 
 // redisCPU returns the CPU time the test's Redis server has used (user and

@@ -32,7 +32,8 @@
 // applied in commit order, each at its COMMIT (pgoutput sends a
 // transaction only once it has committed); a large one is applied in
 // batches of Options.BatchSize keys, pipelined (per slot on a Cluster), in
-// bounded memory, and counts as applied after its last batch.
+// bounded memory, and counts as applied after its last batch (until then
+// Stats.PendingDone of Stats.Pending is its progress).
 //
 // One process applies: PostgreSQL lets one connection at a time stream
 // from a slot, so every process may Run the Invalidator; one holds the slot

@@ -65,6 +65,16 @@ type Stats struct {
 	// zero when every transaction received is applied.
 	Lag time.Duration
 
+	// Pending counts the row changes received of the transactions not yet
+	// applied (Applied is still before their commit), and PendingDone how
+	// many of them are in the cache already: a transaction of more than
+	// BatchSize changes is applied a batch at a time, in commit order, so
+	// PendingDone of Pending is its progress. Both are 0 when every
+	// transaction received is applied. The rows of a batch done may read
+	// fresh before the others; once Wait returns for the commit, every
+	// row of the transaction does.
+	Pending, PendingDone uint64
+
 	// LastError is the most recent error counted in Errors, Skipped or
 	// Undecoded,
 	// for errors.Is. JSON leaves it out, since an error value marshals as
@@ -85,6 +95,7 @@ type counters struct {
 	slotsRecreated, standbyChecks atomic.Uint64
 	badTables                     atomic.Int64
 	applied, serverEnd            atomic.Uint64
+	pending, pendingDone          atomic.Uint64 // Stats.Pending, PendingDone
 	behindSince                   atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
 
 	mu      sync.Mutex // guards lastErr
@@ -119,6 +130,8 @@ func (c *counters) snapshot() Stats {
 		BadTables:      int(c.badTables.Load()),
 		StandbyChecks:  c.standbyChecks.Load(),
 		Applied:        LSN(c.applied.Load()),
+		Pending:        c.pending.Load(),
+		PendingDone:    c.pendingDone.Load(),
 	}
 	if end := c.serverEnd.Load(); end > uint64(s.Applied) {
 		s.LagBytes = end - uint64(s.Applied)

@@ -53,6 +53,8 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	inv.ctr.active.Store(true)
 	defer func() {
 		inv.ctr.active.Store(false)
+		inv.ctr.pending.Store(0) // the next session receives them again
+		inv.ctr.pendingDone.Store(0)
 		inv.wake() // a Wait that relied on this process now follows the slot
 	}()
 	inv.mu.Lock()
@@ -95,6 +97,7 @@ type applier struct {
 	inTxn   bool
 	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
 	changes uint64    // row changes not yet applied
+	queued  uint64    // of them, queued in set (not yet flushed)
 	txns    uint64    // committed transactions not yet applied
 	end     LSN       // end of the last of them
 	since   time.Time // when the first of them was received
@@ -220,6 +223,8 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		a.inv.undecoded(r.name, derr, lost)
 	}
 	a.changes++
+	a.queued++
+	a.inv.ctr.pending.Store(a.changes)
 	if a.set.Len() >= a.inv.o.BatchSize {
 		return a.flush(ctx)
 	}
@@ -250,6 +255,8 @@ func (a *applier) flush(ctx context.Context) error {
 		return err
 	}
 	a.set.Reset()
+	a.inv.ctr.pendingDone.Add(a.queued) // progress of a big transaction (Stats.PendingDone)
+	a.queued = 0
 	return nil
 }
 
@@ -280,7 +287,9 @@ func (a *applier) apply(ctx context.Context) error {
 	}
 	inv.ctr.txns.Add(a.txns)
 	inv.ctr.changes.Add(a.changes)
-	a.txns, a.changes = 0, 0
+	a.txns, a.changes, a.queued = 0, 0, 0
+	inv.ctr.pending.Store(0)
+	inv.ctr.pendingDone.Store(0)
 	if !a.inTxn {
 		inv.ctr.behindSince.Store(0)
 	}
