@@ -96,7 +96,7 @@ type counters struct {
 	badTables                     atomic.Int64
 	applied, serverEnd            atomic.Uint64
 	pending, pendingDone          atomic.Uint64 // Stats.Pending, PendingDone
-	behindSince                   atomic.Int64 // Unix ns of the commit being applied; 0 when caught up
+	behindSince                   atomic.Int64  // Unix ns of the commit being applied; 0 when caught up
 
 	mu      sync.Mutex // guards lastErr
 	lastErr error
