@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
+	"github.com/asidekit/asidekit/internal/token"
 )
 
 // This file holds the reads a writer makes of the cache before its
@@ -22,9 +26,10 @@ type ListRead struct {
 
 // Before is what ReadBefore read.
 type Before struct {
-	// Version is the entry's version token ("" when it has none) and
-	// VersionErr why it could not be read, as Entity.Version returns
-	// them; both zero when the version was not asked for.
+	// Version is the entry's version token (started by the read when
+	// the entry had none) and VersionErr why it could not be read, as
+	// Entity.Version returns them; both zero when the version was not
+	// asked for.
 	Version    string
 	VersionErr error
 	// Lists[i] is ListGenerations.Seen's answer for the ListRead i.
@@ -39,8 +44,8 @@ type Before struct {
 // Lists of another Cache are read on their own.
 func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lists []ListRead) Before {
 	s := Before{Lists: make([]map[string]string, len(lists))}
-	var ver *redis.StringCmd
-	var key string
+	var ver stringReply
+	var key, start string
 	if version {
 		key, s.VersionErr = e.versionKey(ctx, id)
 	}
@@ -55,7 +60,7 @@ func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lis
 	}
 	_, err := e.c.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if version && s.VersionErr == nil {
-			ver = p.Get(ctx, key)
+			ver, start = e.queueVersion(ctx, p, key)
 		}
 		for _, i := range own {
 			gets[i] = lists[i].Lists.queueSeen(ctx, p, lists[i].IDs)
@@ -63,7 +68,7 @@ func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lis
 		return nil
 	})
 	if ver != nil {
-		s.Version, s.VersionErr = e.versionOf(ctx, id, ver, err)
+		s.Version, s.VersionErr = e.versionOf(ctx, id, ver, start, err)
 	}
 	for _, i := range own {
 		s.Lists[i] = lists[i].Lists.seenOf(ctx, gets[i], err)
@@ -71,11 +76,12 @@ func (e *Entity[T]) ReadBefore(ctx context.Context, id string, version bool, lis
 	return s
 }
 
-// Version returns id's version token ("" when it has none): what a write
-// reads before it changes the source of truth, to store its new value
-// afterwards with SetIfVersion. One GET; an error when Redis fails or the
-// breaker is open (the writer then invalidates, as ever). ReadBefore
-// reads it with the lists' generations.
+// Version returns id's version token, starting one when id has none:
+// what a write reads before it changes the source of truth, to store its
+// new value afterwards with SetIfVersion. One SET NX GET (a new token
+// lives as long as any version of the entity); an error when Redis fails
+// or the breaker is open (the writer then invalidates, as ever).
+// ReadBefore reads it with the lists' generations.
 func (e *Entity[T]) Version(ctx context.Context, id string) (string, error) {
 	s := e.ReadBefore(ctx, id, true, nil)
 	return s.Version, s.VersionErr
@@ -97,15 +103,34 @@ func (e *Entity[T]) versionKey(ctx context.Context, id string) (string, error) {
 	return key + ":ver", nil
 }
 
-// versionOf is the answer of the version's GET, sent in a pipeline that
-// returned err.
-func (e *Entity[T]) versionOf(ctx context.Context, id string, cmd *redis.StringCmd, err error) (string, error) {
+// queueVersion queues on p the read of the version at key, which starts
+// one (start) when there is none: SET NX GET, with the version's TTL.
+// Why start one: a write-through store compares with the version read, and
+// "" would match a version that an InvalidateAll deleted after a load had
+// started it (drop.lua), letting a row stored before a TRUNCATE's apply
+// through; a token of the writer's own matches nothing but itself.
+func (e *Entity[T]) queueVersion(ctx context.Context, p redis.Pipeliner, key string) (cmd stringReply, start string) {
+	if testswitch.VersionStartOff.Load() {
+		return p.Get(ctx, key), ""
+	}
+	start = token.New()
+	return p.SetArgs(ctx, key, start, redis.SetArgs{Mode: "NX", Get: true, TTL: time.Duration(e.verPX) * time.Millisecond}), start
+}
+
+// stringReply is a queued command whose reply is a string: a SET with GET
+// or a GET.
+type stringReply interface{ Result() (string, error) }
+
+// versionOf is the answer of the version's read (queueVersion, which
+// started start when there was none), sent in a pipeline that returned
+// err.
+func (e *Entity[T]) versionOf(ctx context.Context, id string, cmd stringReply, start string, err error) (string, error) {
 	v, gerr := cmd.Result()
 	if gerr == nil && err != nil && !errors.Is(err, redis.Nil) {
 		gerr = err // the pipeline failed as a whole
 	}
 	if errors.Is(gerr, redis.Nil) {
-		v, gerr = "", nil
+		v, gerr = start, nil
 	}
 	if err := e.redisResult(ctx, gerr); err != nil {
 		return "", fmt.Errorf("cacheaside: version of %s %q: %w", e.name, id, err)

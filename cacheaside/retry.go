@@ -17,6 +17,7 @@ type pending struct {
 	ctr   *counters
 	seq   uint64 // set by add; a later add of the same key supersedes it
 	lsn   uint64 // write position to record in the new version (lsn.go); 0 for none
+	drop  bool   // delete the version instead of replacing it (InvalidateAll: drop.lua)
 }
 
 // Backoff of the invalidation retrier. retryMax is short because other

@@ -31,6 +31,10 @@ var (
 	writeLua    string
 	writeScript = script.New(writeLua)
 
+	//go:embed drop.lua
+	dropLua    string
+	dropScript = script.New(dropLua)
+
 	//go:embed listgen.lua
 	listGenLua    string
 	listGenScript = script.New(listGenLua)

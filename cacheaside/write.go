@@ -167,7 +167,8 @@ func invalidateEntities(ctx context.Context, c *Cache, invs []invalidation, errs
 // batch (a bulk write, a CDC transaction) never blocks Redis for long.
 const invalidateBatch = 64
 
-// invalidate runs write.lua in delete mode for every pending entry in one
+// invalidate runs write.lua in delete mode (drop.lua for a pending that
+// says drop) for every pending entry in one
 // pipeline (with Options.ReplicaAcks, one per master, each followed by
 // WAIT) and returns the entries that failed or that too few replicas
 // confirmed (counted). On a single node (a *redis.Client, standalone or
@@ -185,7 +186,8 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	var batches [][]pending // the ids of each call
 	for start := 0; start < len(todo); {
 		end := start + 1
-		for end < len(todo) && end-start < per && todo[end].verPX == todo[start].verPX && todo[end].lsn == todo[start].lsn {
+		for end < len(todo) && end-start < per && todo[end].verPX == todo[start].verPX && todo[end].lsn == todo[start].lsn &&
+			todo[end].drop == todo[start].drop {
 			end++
 		}
 		batch := todo[start:end]
@@ -193,7 +195,11 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 		for _, p := range batch {
 			keys = append(keys, p.key, p.key+":ver")
 		}
-		calls = append(calls, script.Call{Script: writeScript, Keys: keys, Args: []any{token.New(), batch[0].verPX, lsnArg(batch[0].lsn)}})
+		call := script.Call{Script: writeScript, Keys: keys, Args: []any{token.New(), batch[0].verPX, lsnArg(batch[0].lsn)}}
+		if batch[0].drop {
+			call = script.Call{Script: dropScript, Keys: keys}
+		}
+		calls = append(calls, call)
 		batches = append(batches, batch)
 		start = end
 	}

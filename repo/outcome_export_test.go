@@ -21,3 +21,10 @@ func SetBeforeUpkeep(t testing.TB, f func()) {
 // SetFillCompareOff switches the version compare of write-through stores
 // off (true) or on.
 func SetFillCompareOff(off bool) { testswitch.FillCompareOff.Store(off) }
+
+// SetVersionStartOff makes a writer's version read a plain GET that
+// starts no version (true), or the SET NX GET it is (false).
+func SetVersionStartOff(t testing.TB, off bool) {
+	testswitch.VersionStartOff.Store(off)
+	t.Cleanup(func() { testswitch.VersionStartOff.Store(false) })
+}

@@ -45,3 +45,11 @@ var RowFillOff atomic.Bool
 // COMMIT (package repo): a write whose upkeep comes after a later write's
 // then stores its older row over the newer one.
 var FillCompareOff atomic.Bool
+
+// VersionStartOff makes a writer's read of an entry's version before its
+// statement (cacheaside Entity.Version, ReadBefore) a plain GET that
+// starts no version when there is none: its write-through store then
+// compares with "" and passes while no version exists, also after an
+// InvalidateAll (a TRUNCATE applied by repo/cdc) deleted the one a load
+// had started in between.
+var VersionStartOff atomic.Bool

@@ -1,0 +1,15 @@
+-- drop.lua: InvalidateAll's work per id: delete the entry and the version
+-- key, in one step. A load still running read a version that no longer
+-- exists, so fill.lua refuses its store, as after write.lua's
+-- replacement; a writer's SetIfVersion is refused too (the version it read,
+-- which Entity.Version starts when there is none, is gone). The next miss
+-- starts a version that records no write position (lsn.go: UnknownLSN).
+-- Deleting, not replacing, is also what makes a call that Redis runs twice
+-- harmless. One call may carry several ids on a single Redis node, as
+-- write.lua's do.
+--
+-- KEYS[2i-1]  entry key of the i-th id     ns:{name:id}
+-- KEYS[2i]    version key of the i-th id   ns:{name:id}:ver
+--
+-- Returns the number of keys deleted.
+return redis.call('DEL', unpack(KEYS))
