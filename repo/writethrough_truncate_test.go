@@ -141,7 +141,7 @@ func truncateHistory(t *testing.T, seed uint64) (stale []string) {
 	repo.SetBeforeUpkeep(t, func() {
 		truth[writing.ID] = writing.Name // committed
 		log = append(log, writing.ID)    // the write's own change
-		if rng.IntN(2) == 0 {      // another process loads a row
+		if rng.IntN(2) == 0 {            // another process loads a row
 			_, _ = h.reader.Get(ctx, 1+rng.Int64N(rows))
 		}
 		if rng.IntN(2) == 0 { // BEGIN; TRUNCATE; INSERT some; COMMIT
