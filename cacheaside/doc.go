@@ -122,10 +122,13 @@
 // or let repo/cdc invalidate from the database's log, which does.
 //
 // Version tokens are random 64-bit values, never counters, and a missing
-// token is created (never compared as "absent"). Therefore an expired or
-// evicted :ver key can only make a store be refused, never let a stale one
-// through: if the token read before the load expires, the key is either
-// missing at store time (refused) or holds a new random token (refused).
+// token is created (never compared as "absent"): by a load before it calls
+// the loader, and by a writer's Version before its statement (for
+// SetIfVersion). Therefore an expired, evicted or deleted :ver key
+// (InvalidateAll deletes them) can only make a store be refused, never let
+// a stale one through: if the token read before the load goes, the key is
+// either missing at store time (refused) or holds a new random token
+// (refused).
 // The :ver key lives for the entry's longest lifetime plus LockTTL plus a
 // minute (every store extends it), so in normal operation it outlives its
 // entry and refusals stay rare.
