@@ -39,6 +39,7 @@ type reader struct {
 	err   error // why run ended, when ctx did not end it
 
 	nextStatus time.Time
+	deadline   time.Time // of the connection's reads (see receive)
 	// waitMsg: another process's Wait message was passed to the applier
 	// and its position is not reported yet; the reader looks for the
 	// applier's reportSoon every waitPoll meanwhile.
@@ -47,6 +48,9 @@ type reader struct {
 
 func (r *reader) run(ctx context.Context) {
 	defer close(r.items)
+	// ctx ending stops a read in progress (see receive).
+	stop := context.AfterFunc(ctx, func() { _ = r.conn.Conn().SetReadDeadline(time.Now()) })
+	defer stop()
 	r.nextStatus = time.Now().Add(r.inv.o.StatusInterval)
 	for ctx.Err() == nil {
 		if !time.Now().Before(r.nextStatus) || r.inv.reportSoon.Swap(false) {
@@ -63,9 +67,7 @@ func (r *reader) run(ctx context.Context) {
 		if r.inv.waiters.Load() > 0 || r.waitMsg {
 			wait = min(wait, waitPoll)
 		}
-		rctx, cancel := context.WithTimeout(ctx, max(wait, waitPoll))
-		raw, err := r.conn.ReceiveMessage(rctx)
-		cancel()
+		raw, err := r.receive(ctx, max(wait, waitPoll))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -88,6 +90,28 @@ func (r *reader) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// receive returns the next message of the stream, or a timeout error
+// (pgconn.Timeout) when none came within wait. It sets a deadline on the
+// connection's reads rather than giving ReceiveMessage a context with a
+// timeout: that costs a context, a timer and a watch of it per message,
+// about a tenth of the process's CPU when a big transaction streams in. The
+// deadline moves only when it must come sooner or has passed; ctx ending
+// sets it to now (run's AfterFunc), and is checked after it is set, so
+// that a deadline set later cannot undo that.
+func (r *reader) receive(ctx context.Context, wait time.Duration) (pgproto3.BackendMessage, error) {
+	now := time.Now()
+	if want := now.Add(wait); !r.deadline.After(now) || want.Before(r.deadline) {
+		if err := r.conn.Conn().SetReadDeadline(want); err != nil {
+			return nil, err
+		}
+		r.deadline = want
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.conn.ReceiveMessage(context.Background())
 }
 
 // copyData handles one message of the replication stream.
@@ -114,7 +138,10 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 			return fmt.Errorf("cdc: xlogdata: %w", err)
 		}
 		r.serverAt(x.ServerWALEnd)
-		msg, err := pglogrepl.Parse(x.WALData)
+		msg, ok, err := parseRowChange(x.WALData)
+		if !ok {
+			msg, err = pglogrepl.Parse(x.WALData)
+		}
 		if err != nil {
 			// Not a message of the protocol version asked for: reading it
 			// again would fail again. It may be a change of any table: the
@@ -123,7 +150,8 @@ func (r *reader) copyData(ctx context.Context, data []byte) error {
 		}
 		if m, ok := msg.(*pglogrepl.LogicalDecodingMessage); ok {
 			// Its content points into the connection's read buffer, which
-			// the next receive reuses (tuple data is copied by the decoder).
+			// the next receive reuses (tuple data is copied by the
+			// decoders).
 			m.Content = bytes.Clone(m.Content)
 			r.waitMsg = r.waitMsg || m.Prefix == waitPrefix && string(m.Content) == r.inv.o.Slot
 		}
