@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -110,5 +111,32 @@ func TestEntity_ReadBefore_deadRedis(t *testing.T) {
 	s := e.ReadBefore(context.Background(), "1", true, []ListRead{{g, []string{"x"}}})
 	if s.VersionErr == nil || len(s.Lists) != 1 || len(s.Lists[0]) != 0 {
 		t.Errorf("ReadBefore on a dead Redis = %+v; want a version error and no list", s)
+	}
+}
+
+// Version starts a version when the id has none, and returns the same
+// token until a write replaces it; the token lives as long as a version
+// of the entity does.
+func TestEntity_Version_starts(t *testing.T) {
+	t.Parallel()
+	r := testcontainers.Redis(t)
+	e := newEntity[user](t, newCache(t, r.Client, r.Namespace, nil), "u", Policy{TTL: time.Hour})
+	ctx := context.Background()
+	first, err := e.Version(ctx, "7")
+	if err != nil || first == "" {
+		t.Fatalf("Version of an id without one = %q, %v; want a new token", first, err)
+	}
+	if again, err := e.Version(ctx, "7"); err != nil || again != first {
+		t.Fatalf("Version again = %q, %v; want %q", again, err, first)
+	}
+	key, _ := e.key("7")
+	if ttl := r.Client.PTTL(ctx, key+":ver").Val(); ttl < time.Hour {
+		t.Errorf("the started version lives %v, want at least the entry's TTL", ttl)
+	}
+	if err := e.Invalidate(ctx, "7"); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := e.Version(ctx, "7"); err != nil || now == first {
+		t.Fatalf("Version after Invalidate = %q, %v; want another token than %q", now, err, first)
 	}
 }

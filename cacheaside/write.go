@@ -168,10 +168,10 @@ func invalidateEntities(ctx context.Context, c *Cache, invs []invalidation, errs
 const invalidateBatch = 64
 
 // invalidate runs write.lua in delete mode (drop.lua for a pending that
-// says drop) for every pending entry in one
-// pipeline (with Options.ReplicaAcks, one per master, each followed by
-// WAIT) and returns the entries that failed or that too few replicas
-// confirmed (counted). On a single node (a *redis.Client, standalone or
+// says drop) for every pending entry in one pipeline (with
+// Options.ReplicaAcks, one per master, each followed by WAIT) and returns
+// the entries that failed or that too few replicas confirmed (counted).
+// On a single node (a *redis.Client, standalone or
 // Sentinel) a call carries up to invalidateBatch consecutive ids of the
 // same version TTL and write position (they share the call's arguments);
 // on a Cluster or a Ring one, since their keys are in different slots or
