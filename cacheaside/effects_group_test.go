@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asidekit/asidekit/guard/bloom"
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
@@ -82,5 +83,38 @@ func TestEffects_sharedPipelineFails(t *testing.T) {
 	}
 	if failed == nil || failed.Len() != 1 || failed.list[0].ids[0] != "" {
 		t.Errorf("failed = %+v; want the invalid id alone", failed)
+	}
+}
+
+// A Bloom filter's effects, Distrust included, join the shared pipeline
+// of the Invalidates of the same commit: one round trip for all.
+func TestEffects_filterEffectsShareThePipeline(t *testing.T) {
+	t.Parallel()
+	r := testcontainers.Redis(t)
+	client := r.NewClient(t)
+	var rt roundTrips
+	client.AddHook(&rt)
+	c := newCache(t, client, r.Namespace, nil)
+	users := newEntity[user](t, c, "user", Policy{TTL: time.Hour})
+	f, err := bloom.New(client, "users", &bloom.Options{Namespace: r.Namespace, Capacity: 1000, FalsePositiveRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The server learns every script first: no NOSCRIPT below.
+	if err := errors.Join(users.Invalidate(ctx, "0"), f.Add(ctx, "x"), f.Distrust(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	var w Effects
+	w.Add(Invalidate(users, "1"), AddToFilter(f, "users", "y"), Distrust(f, "users"))
+	before := rt.n.Load()
+	if err := w.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.n.Load() - before; n != 1 {
+		t.Errorf("an Invalidate, an AddToFilter and a Distrust took %d round trips, want 1", n)
+	}
+	if ok, err := f.MightContain(ctx, "y"); err != nil || !ok {
+		t.Errorf("MightContain(y) = %v, %v after the AddToFilter", ok, err)
 	}
 }
