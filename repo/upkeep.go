@@ -32,16 +32,14 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	if testswitch.RepairOff.Load() {
 		ch.earlierApplied = true // the rule of repo/cdc for every writer
 	}
-	if ch.covered {
-		qs = nil // the TRUNCATE bumps every list
-	}
 	s := c.shape
-	s.lists = len(qs)
-	p := planChange(ch, s)
-	if ch.covered {
-		c.queueFilters(w, p)
+	if ch.covered { // the TRUNCATE's InvalidateAll drops the rest and bumps every list
+		s.lists = 0
+		c.queueFilters(w, planChange(ch, s))
 		return
 	}
+	s.lists = len(qs)
+	p := planChange(ch, s)
 	for i, q := range qs {
 		if p.allLists[i] {
 			w.Add(cacheaside.Bump(q.gens.lg, allLists))

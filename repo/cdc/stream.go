@@ -97,7 +97,6 @@ type applier struct {
 	inTxn   bool
 	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
 	changes uint64    // row changes not yet applied
-	queued  uint64    // of them, queued in set (not yet flushed)
 	txns    uint64    // committed transactions not yet applied
 	end     LSN       // end of the last of them
 	since   time.Time // when the first of them was received
@@ -223,7 +222,6 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		a.inv.undecoded(r.name, derr, lost)
 	}
 	a.changes++
-	a.queued++
 	a.inv.ctr.pending.Store(a.changes)
 	if a.set.Len() >= a.inv.o.BatchSize {
 		return a.flush(ctx)
@@ -255,8 +253,7 @@ func (a *applier) flush(ctx context.Context) error {
 		return err
 	}
 	a.set.Reset()
-	a.inv.ctr.pendingDone.Add(a.queued) // progress of a big transaction (Stats.PendingDone)
-	a.queued = 0
+	a.inv.ctr.pendingDone.Store(a.changes) // all received so far are in Redis: a big transaction's progress
 	return nil
 }
 
@@ -287,7 +284,7 @@ func (a *applier) apply(ctx context.Context) error {
 	}
 	inv.ctr.txns.Add(a.txns)
 	inv.ctr.changes.Add(a.changes)
-	a.txns, a.changes, a.queued = 0, 0, 0
+	a.txns, a.changes = 0, 0
 	inv.ctr.pending.Store(0)
 	inv.ctr.pendingDone.Store(0)
 	if !a.inTxn {
