@@ -96,22 +96,30 @@ func (r *reader) run(ctx context.Context) {
 // (pgconn.Timeout) when none came within wait. It sets a deadline on the
 // connection's reads rather than giving ReceiveMessage a context with a
 // timeout: that costs a context, a timer and a watch of it per message,
-// about a tenth of the process's CPU when a big transaction streams in. The
-// deadline moves only when it must come sooner or has passed; ctx ending
-// sets it to now (run's AfterFunc), and is checked after it is set, so
+// about a tenth of the process's CPU when a big transaction streams in.
+// The deadline moves only when it must come sooner or has passed; one
+// that an earlier call left and that passes before this call's wait is
+// over is not a timeout of this call: it reads again. ctx ending sets the
+// deadline to now (run's AfterFunc), and is checked after each set, so
 // that a deadline set later cannot undo that.
 func (r *reader) receive(ctx context.Context, wait time.Duration) (pgproto3.BackendMessage, error) {
-	now := time.Now()
-	if want := now.Add(wait); !r.deadline.After(now) || want.Before(r.deadline) {
-		if err := r.conn.Conn().SetReadDeadline(want); err != nil {
+	want := time.Now().Add(wait)
+	for {
+		if now := time.Now(); !r.deadline.After(now) || want.Before(r.deadline) {
+			if err := r.conn.Conn().SetReadDeadline(want); err != nil {
+				return nil, err
+			}
+			r.deadline = want
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r.deadline = want
+		msg, err := r.conn.ReceiveMessage(context.Background())
+		if err != nil && pgconn.Timeout(err) && time.Now().Before(want) && ctx.Err() == nil {
+			continue // an earlier call's deadline passed, not this call's wait
+		}
+		return msg, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return r.conn.ReceiveMessage(context.Background())
 }
 
 // copyData handles one message of the replication stream.
