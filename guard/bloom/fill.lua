@@ -12,6 +12,6 @@ end
 local nxt = KEYS[3 - tonumber(meta[1]) % 2]
 local k = tonumber(ARGV[2])
 for i = 3, #ARGV do
-  redis.call('SETBIT', nxt, ARGV[i], 1)
+  redis.call('SETBIT', nxt, ARGV[i], '1') -- a string: see add.lua
 end
 return (#ARGV - 2) / k
