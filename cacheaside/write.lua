@@ -58,9 +58,11 @@ for j, verKey in ipairs(vers) do
       end
     end
   end
-  local ver = tok .. '#' .. n
-  if at ~= '' then
-    ver = ver .. '@' .. at
+  local ver
+  if at == '' then
+    ver = tok .. '#' .. n
+  else
+    ver = tok .. '#' .. n .. '@' .. at -- one concatenation, one new string
   end
   redis.call('SET', verKey, ver, 'PX', verPX)
 end

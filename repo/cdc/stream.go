@@ -71,7 +71,8 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 		vis: &visibility{dsn: inv.dsn}}
 	defer a.vis.close()
 	err = a.run(ctx, r.items)
-	cancel() // stops the reader if the applier ended first
+	cancel() // stops the reader if the applier ended first, and a batch's retries
+	a.settle()
 	wg.Wait()
 	if err == nil {
 		err = r.err
@@ -92,6 +93,7 @@ type applier struct {
 
 	vis     *visibility // of decoded transactions to other sessions
 	set     cacheaside.Effects
+	sending chan error // the batch flush sent, until settle has its result
 	truncs  []table // truncated in transactions not yet applied
 	warms   []table // to warm after a recreated slot (lost inserts)
 	inTxn   bool
@@ -244,17 +246,39 @@ func (a *applier) visible(ctx context.Context, xid uint32) error {
 	return a.vis.wait(ctx, xid, a.inv.onInvisible)
 }
 
-// flush runs the queued upkeep, retrying until Redis takes it.
+// flush sends the queued upkeep to Redis, retrying until Redis takes it,
+// in the background: the applier decodes and plans the next batch while
+// Redis does this one. The batch before it is done first (settle), so
+// batches reach Redis one after the other, in commit order.
 func (a *applier) flush(ctx context.Context) error {
 	if a.set.Len() == 0 {
 		return nil
 	}
-	if err := a.inv.retry(ctx, a.set.Run); err != nil {
+	if err := a.settle(); err != nil {
 		return err
 	}
+	set, changes, done := a.set, a.changes, make(chan error, 1)
 	a.set.Reset()
-	a.inv.ctr.pendingDone.Store(a.changes) // all received so far are in Redis: a big transaction's progress
+	a.sending = done
+	go func() {
+		err := a.inv.retry(ctx, set.Run)
+		if err == nil {
+			a.inv.ctr.pendingDone.Store(changes) // all received before it are in Redis: a big transaction's progress
+		}
+		done <- err
+	}()
 	return nil
+}
+
+// settle waits for the batch flush sent, if one is still in Redis, and
+// returns its error.
+func (a *applier) settle() error {
+	if a.sending == nil {
+		return nil
+	}
+	err := <-a.sending
+	a.sending = nil
+	return err
 }
 
 // apply finishes the committed transactions received so far: their
@@ -262,6 +286,9 @@ func (a *applier) flush(ctx context.Context) error {
 func (a *applier) apply(ctx context.Context) error {
 	inv := a.inv
 	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	if err := a.settle(); err != nil {
 		return err
 	}
 	for len(a.truncs) > 0 {
