@@ -22,6 +22,19 @@ type Options struct {
 	// are applied, within a large transaction. Default 1000.
 	BatchSize int
 
+	// RecentRows is how many rows the Invalidator remembers, as the last
+	// change of each in the log left it (the columns of its cache keys
+	// only: about 200 bytes for a row keyed by an id and an email), so
+	// that an UPDATE of one of them on a table with the default REPLICA
+	// IDENTITY, which the log carries without the old row, is applied as
+	// with FULL: a unique or list value the UPDATE left alone costs
+	// nothing (no mapping dropped, no filter addition, no list bumped).
+	// Remembered are the rows the current session read from the log:
+	// inserted or updated since it began, and not deleted or truncated
+	// since; past RecentRows, rows are forgotten at random. Default
+	// 100,000; negative remembers none.
+	RecentRows int
+
 	// StandbyRetry is how often a stand-by checks whether the slot is
 	// still held by another process (one query on a connection it keeps
 	// while it stands by), and tries to take it over once it is not.
@@ -44,6 +57,7 @@ type Options struct {
 const (
 	DefaultSlot           = "asidekit_cdc"
 	DefaultBatchSize      = 1000
+	DefaultRecentRows     = 100_000
 	DefaultStandbyRetry   = time.Second
 	DefaultStatusInterval = time.Second
 	DefaultMaxBackoff     = 5 * time.Second
@@ -67,6 +81,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
+	}
+	if o.RecentRows == 0 {
+		o.RecentRows = DefaultRecentRows
 	}
 	if o.StandbyRetry <= 0 {
 		o.StandbyRetry = DefaultStandbyRetry

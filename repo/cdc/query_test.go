@@ -21,8 +21,9 @@ type cqitem struct {
 
 // Plain SQL seen through the WAL invalidates the lists of a cached query:
 // with REPLICA IDENTITY FULL exactly those of the old and the new row's
-// category; with the default identity (no old row in the log) every list
-// of the query, counted as a fallback. TRUNCATE invalidates every list,
+// category, and so with the default identity (no old row in the log) for
+// a row the Invalidator remembers (Options.RecentRows); without it, every
+// list of the query, counted as a fallback. TRUNCATE invalidates every list,
 // rows written after it in its transaction included (they queue no list
 // work of their own: the TRUNCATE's covers them).
 func TestInvalidator_queries(t *testing.T) {
@@ -32,13 +33,16 @@ func TestInvalidator_queries(t *testing.T) {
 	if err := e.db.AutoMigrate(&cqitem{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, identity := range []string{"full", "default"} {
-		t.Run(identity, func(t *testing.T) {
-			full := identity == "full"
+	for _, v := range []struct {
+		name, identity string
+		recentRows     int
+	}{{"full", "full", 0}, {"default", "default", 0}, {"default_remembering_none", "default", -1}} {
+		t.Run(v.name, func(t *testing.T) {
+			exact := v.identity == "full" || v.recentRows >= 0
 			e.exec(t, "TRUNCATE cqitems")
-			e.exec(t, "ALTER TABLE cqitems REPLICA IDENTITY "+identity)
+			e.exec(t, "ALTER TABLE cqitems REPLICA IDENTITY "+v.identity)
 			items, err := repo.New[cqitem, int64](e.db, e.cache, &repo.Options{
-				Name: "cqitems_" + identity, Policy: cacheaside.Policy{TTL: time.Hour}})
+				Name: "cqitems_" + v.name, Policy: cacheaside.Policy{TTL: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +50,7 @@ func TestInvalidator_queries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot + "_q_" + identity})
+			inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot + "_q_" + v.name, RecentRows: v.recentRows})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,20 +94,20 @@ func TestInvalidator_queries(t *testing.T) {
 				}
 			}
 			all := map[int64]uint64{3: 2, 5: 2, 7: 2}
-			pick := func(exact map[int64]uint64) map[int64]uint64 {
-				if full {
-					return exact
+			pick := func(rows map[int64]uint64) map[int64]uint64 {
+				if exact {
+					return rows
 				}
 				return all
 			}
 			step("INSERT", "INSERT INTO cqitems VALUES (100, 3, 50, 1)",
 				map[int64]uint64{3: 2, 5: 0, 7: 0}, false)
 			step("UPDATE outside", "UPDATE cqitems SET price = 9 WHERE id = 100",
-				pick(map[int64]uint64{3: 0, 5: 0, 7: 0}), !full)
+				pick(map[int64]uint64{3: 0, 5: 0, 7: 0}), !exact)
 			step("UPDATE move 3 -> 7", "UPDATE cqitems SET category_id = 7 WHERE id = 100",
-				pick(map[int64]uint64{3: 2, 5: 0, 7: 2}), !full)
+				pick(map[int64]uint64{3: 2, 5: 0, 7: 2}), !exact)
 			step("DELETE", "DELETE FROM cqitems WHERE id = 100",
-				pick(map[int64]uint64{3: 0, 5: 0, 7: 2}), !full)
+				pick(map[int64]uint64{3: 0, 5: 0, 7: 2}), !exact)
 			step("TRUNCATE", "TRUNCATE cqitems", all, true)
 			step("TRUNCATE and INSERT", "BEGIN; INSERT INTO cqitems VALUES (300, 5, 5, 1); TRUNCATE cqitems;"+
 				" INSERT INTO cqitems VALUES (200, 5, 10, 1), (201, 3, 20, 1); UPDATE cqitems SET category_id = 7 WHERE id = 201; COMMIT",

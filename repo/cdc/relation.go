@@ -18,16 +18,27 @@ type relation struct {
 	types  []uint32 // column type OIDs, in tuple order
 	key    []bool   // part of the replica identity
 	target table    // nil: not registered
+	// identity is the table's replica identity ('d' default, 'f' full,
+	// 'i' index, 'n' nothing), and keyCols the columns its cache keys use
+	// (table.KeyColumns): what recentRows keeps.
+	identity uint8
+	keyCols  map[string]bool
 }
 
 func newRelation(m *pglogrepl.RelationMessage, targets map[string]table) *relation {
-	r := &relation{name: m.Namespace + "." + m.RelationName}
+	r := &relation{name: m.Namespace + "." + m.RelationName, identity: m.ReplicaIdentity}
 	for _, c := range m.Columns {
 		r.cols = append(r.cols, c.Name)
 		r.types = append(r.types, c.DataType)
 		r.key = append(r.key, c.Flags&1 != 0)
 	}
 	r.target = targets[r.name]
+	if r.target != nil {
+		r.keyCols = map[string]bool{}
+		for _, c := range r.target.KeyColumns() {
+			r.keyCols[c] = true
+		}
+	}
 	return r
 }
 

@@ -68,7 +68,7 @@ func (inv *Invalidator) session(ctx context.Context) (held bool, err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.run(ctx) })
 	a := &applier{inv: inv, rels: map[uint32]*relation{}, tables: tables, targets: targets,
-		vis: &visibility{dsn: inv.dsn}}
+		vis: &visibility{dsn: inv.dsn}, recent: recentRows{limit: max(inv.o.RecentRows, 0)}}
 	defer a.vis.close()
 	err = a.run(ctx, r.items)
 	cancel() // stops the reader if the applier ended first, and a batch's retries
@@ -92,6 +92,7 @@ type applier struct {
 	targets []table // every registered one
 
 	vis     *visibility // of decoded transactions to other sessions
+	recent  recentRows  // the rows this session applied, for the old rows the log leaves out
 	set     cacheaside.Effects
 	sending chan error // the batch flush sent, until settle has its result
 	truncs  []table // truncated in transactions not yet applied
@@ -140,6 +141,7 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
 		a.rels[m.RelationID] = newRelation(m, a.tables)
+		a.recent.forget(m.RelationID) // its columns may have changed
 	case *pglogrepl.BeginMessage:
 		if err := a.visible(ctx, m.Xid); err != nil {
 			return err
@@ -158,6 +160,7 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 		return a.change(ctx, m.RelationID, msg)
 	case *pglogrepl.TruncateMessage:
 		for _, id := range m.RelationIDs {
+			a.recent.forget(id)
 			if r := a.rels[id]; r != nil && r.target != nil {
 				a.truncs = append(a.truncs, r.target)
 			}
@@ -167,6 +170,7 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 		case string(m.Content) != a.inv.o.Slot:
 		case m.Prefix == invalidateAllPrefix:
 			// The slot was recreated (recreateSlot): changes are lost.
+			a.recent.forgetAll()
 			a.truncs = append(a.truncs, a.targets...)
 			a.warms = append(a.warms, a.targets...)
 		case m.Prefix == waitPrefix && !m.Transactional && !a.inTxn:
@@ -210,6 +214,11 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		return nil
 	}
 	ch, derr := r.change(msg) // with derr, the columns it could not read are unknown
+	if derr != nil {
+		a.recent.forget(rel)
+	} else {
+		a.recent.use(rel, r, &ch) // the old row the log left out, when the session read it
+	}
 	// A TRUNCATE of the table earlier in the transactions not yet applied:
 	// its InvalidateAll, run when they are (apply), drops every key of
 	// the table after this change too.

@@ -21,6 +21,11 @@ type table interface {
 	// use at all (an unknown Kind, a missing row) is an error, and nothing
 	// is queued then.
 	Queue(w *cacheaside.Effects, c rowchange.Change) (undecoded []rowchange.Undecoded, err error)
+	// KeyColumns returns the columns the table's cache keys are made of:
+	// the primary key, the unique keys, and the filter, order and
+	// soft-delete columns of its declared queries. A change's row
+	// restricted to them gives the same keys as the whole row.
+	KeyColumns() []string
 	// InvalidateAll drops every cached row and mapping (TRUNCATE, a lost
 	// slot).
 	InvalidateAll(ctx context.Context) error

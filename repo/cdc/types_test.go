@@ -326,9 +326,10 @@ func asJSON(row typed) string {
 // With REPLICA IDENTITY FULL the old row's NULL soft-delete column is a
 // known value: an UPDATE of a column no query uses leaves every list
 // alone (no fallback, no reload), while one of an order column reloads
-// the row's list only. With the default identity the old values are
-// unknown and the same UPDATE bumps every list (the fallback), which
-// shows the count can see a bump.
+// the row's list only; so with the default identity for rows the
+// Invalidator remembers (Options.RecentRows). Remembering none, the old
+// values are unknown and the same UPDATE bumps every list (the fallback),
+// which shows the count can see a bump.
 func TestInvalidator_fullIdentitySoftDelete(t *testing.T) {
 	t.Parallel()
 	e := redisEnv(t)
@@ -336,13 +337,16 @@ func TestInvalidator_fullIdentitySoftDelete(t *testing.T) {
 	if err := e.db.AutoMigrate(&softItem{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, identity := range []string{"full", "default"} {
-		t.Run(identity, func(t *testing.T) {
-			full := identity == "full"
+	for _, v := range []struct {
+		name, identity string
+		recentRows     int
+	}{{"full", "full", 0}, {"default", "default", 0}, {"default_remembering_none", "default", -1}} {
+		t.Run(v.name, func(t *testing.T) {
+			full := v.identity == "full" || v.recentRows >= 0 // the old row known
 			e.exec(t, "TRUNCATE soft_items")
-			e.exec(t, "ALTER TABLE soft_items REPLICA IDENTITY "+identity)
+			e.exec(t, "ALTER TABLE soft_items REPLICA IDENTITY "+v.identity)
 			items, err := repo.New[softItem, int64](e.db, e.cache, &repo.Options{
-				Name: "soft_items_" + identity, Policy: cacheaside.Policy{TTL: time.Hour}})
+				Name: "soft_items_" + v.name, Policy: cacheaside.Policy{TTL: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,7 +354,7 @@ func TestInvalidator_fullIdentitySoftDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot + "_s_" + identity})
+			inv, err := cdc.New(e.dsn, &cdc.Options{Slot: e.slot + "_s_" + v.name, RecentRows: v.recentRows})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,6 +46,7 @@ func (a *applier) unparsed(ctx context.Context, err error) error {
 	a.inv.warnOnce("\x00unparsed", err)
 	a.inv.ctr.undecoded.Add(1)
 	a.inv.ctr.record(err)
+	a.recent.forgetAll()
 	a.truncs = append(a.truncs, a.targets...)
 	if a.inTxn {
 		return nil
