@@ -24,27 +24,42 @@ import (
 // ASIDEKIT_REDIS_ADDR, for a clean figure), and the process's heap
 // allocations per applied row (the reader's and applier's; go-redis's).
 //
-// It runs with the table's default REPLICA IDENTITY (the log holds no old
-// row: the UPDATE drops each row's email mapping and adds the email to its
-// filter, as the email may have changed) and with FULL (the old email is
-// in the log: an unchanged one needs nothing).
+// It runs with the table's default REPLICA IDENTITY and rows the
+// Invalidator does not remember (identity=default, Options.RecentRows
+// negative: the log holds no old row, so the UPDATE drops each row's
+// email mapping and adds the email to its filter, as the email may have
+// changed), with the default identity and every row remembered
+// (identity=default_remembered: an untimed UPDATE first), and with FULL
+// (the old email is in the log): in the last two an unchanged email needs
+// nothing.
 //
 //	go test -run '^$' -bench Apply_update -benchtime 5x ./repo/cdc/
 func BenchmarkApply_update(b *testing.B) {
-	for _, identity := range []string{"default", "full"} {
+	for _, identity := range []string{"default", "default_remembered", "full"} {
 		b.Run("identity="+identity, func(b *testing.B) { benchApplyUpdate(b, identity) })
 	}
 }
 
-func benchApplyUpdate(b *testing.B, identity string) {
+func benchApplyUpdate(b *testing.B, variant string) {
 	const applyRows = 50_000
 	e := redisEnv(b)
+	identity, o := variant, cdc.Options{}
+	switch variant {
+	case "default":
+		o.RecentRows = -1
+	case "default_remembered":
+		identity = "default"
+	}
 	e.exec(b, "ALTER TABLE users REPLICA IDENTITY "+identity)
 	e.exec(b, `INSERT INTO users (id, email, name, created_at, updated_at)
 		SELECT i, 'u' || i || '@example.com', 'before', now(), now() FROM generate_series(1, ?::bigint) i`, applyRows)
-	inv := e.invalidator(b, cdc.Options{})
+	inv := e.invalidator(b, o)
 	run(b, inv)
 	e.sync(b, inv)
+	if variant == "default_remembered" {
+		e.exec(b, "UPDATE users SET name = 'seen' WHERE id <= ?", applyRows)
+		e.sync(b, inv)
+	}
 	measureApply(b, e, inv, applyRows, nil, func(i int) {
 		e.exec(b, "UPDATE users SET name = ? WHERE id <= ?", "n"+string(rune('a'+i%26)), applyRows)
 	})

@@ -1,6 +1,8 @@
 package cdc
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
@@ -21,8 +23,8 @@ import (
 // the session read, if it read one. Such an UPDATE is then applied as with
 // REPLICA IDENTITY FULL (an unchanged value costs nothing). What could
 // break that, the session forgets: a key it cannot compute, a value it
-// could not decode (the table's rows), a Relation message (the columns
-// may have changed), a TRUNCATE (the table's rows), a message it could not
+// could not decode (the table's rows), a Relation message that changes the
+// table's columns, a TRUNCATE (the table's rows), a message it could not
 // parse and a recreated slot (every table). A new session starts empty.
 type recentRows struct {
 	limit int // the most rows remembered; 0: none
@@ -122,6 +124,16 @@ func (m *recentRows) evict() {
 		}
 		delete(m.rels, rel)
 	}
+}
+
+// sameLayout reports whether r and o (nil: none) describe the same
+// columns, types, replica identity and kept columns: PostgreSQL sends a
+// table's Relation message again after any invalidation of its cached
+// description (an ANALYZE too), and the rows remembered under o hold
+// for r only if nothing of that changed.
+func (r *relation) sameLayout(o *relation) bool {
+	return o != nil && r.identity == o.identity && slices.Equal(r.cols, o.cols) &&
+		slices.Equal(r.types, o.types) && slices.Equal(r.key, o.key) && maps.Equal(r.keyCols, o.keyCols)
 }
 
 // keyOf returns the replica identity key of row as a map key, and false

@@ -95,8 +95,8 @@ type applier struct {
 	recent  recentRows  // the rows this session applied, for the old rows the log leaves out
 	set     cacheaside.Effects
 	sending chan error // the batch flush sent, until settle has its result
-	truncs  []table // truncated in transactions not yet applied
-	warms   []table // to warm after a recreated slot (lost inserts)
+	truncs  []table    // truncated in transactions not yet applied
+	warms   []table    // to warm after a recreated slot (lost inserts)
 	inTxn   bool
 	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
 	changes uint64    // row changes not yet applied
@@ -140,8 +140,11 @@ func (a *applier) run(ctx context.Context, items <-chan item) error {
 func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
-		a.rels[m.RelationID] = newRelation(m, a.tables)
-		a.recent.forget(m.RelationID) // its columns may have changed
+		r := newRelation(m, a.tables)
+		if !r.sameLayout(a.rels[m.RelationID]) {
+			a.recent.forget(m.RelationID) // its columns changed
+		}
+		a.rels[m.RelationID] = r
 	case *pglogrepl.BeginMessage:
 		if err := a.visible(ctx, m.Xid); err != nil {
 			return err
