@@ -141,7 +141,7 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessage:
 		r := newRelation(m, a.tables)
-		if !r.sameLayout(a.rels[m.RelationID]) {
+		if !r.sameLayout(a.rels[m.RelationID]) && !testswitch.RecentRowsRelationOff.Load() {
 			a.recent.forget(m.RelationID) // its columns changed
 		}
 		a.rels[m.RelationID] = r
