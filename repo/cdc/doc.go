@@ -122,7 +122,28 @@
 // An UPDATE that changes no filter, order or soft-delete column, with
 // FULL, leaves the query's lists alone; with the default identity the old
 // values are unknown and every list of the query is invalidated (counted
-// in the query's Fallbacks).
+// in the query's Fallbacks), unless the Invalidator remembers the row.
+//
+// # Remembered rows
+//
+// The log is a table's changes in commit order, and a session reads all
+// of them: the row before an UPDATE is the row after the last change of
+// its key. So the Invalidator remembers, per table without FULL, the
+// columns of the cache keys (primary key, unique keys, the queries'
+// filter, order and soft-delete columns) of up to Options.RecentRows rows
+// (default 100,000; about 200 bytes a row for a table keyed by an id and
+// an email) as the session last read them, and applies an UPDATE or
+// DELETE of a remembered row as with FULL: a unique value or list place
+// the change left alone costs nothing. A 50,000-row UPDATE of remembered
+// rows is applied at about the speed of FULL (BenchmarkApply_update:
+// 108k rows/s against 48k without, 121k with FULL). What the session read
+// is what it remembers: rows inserted or changed since it began; a new
+// session (a restart, a takeover) starts with none. It forgets a table's
+// rows on a TRUNCATE, a value it could not decode and a Relation message
+// that changes the table's columns or types, and every row on a message
+// it cannot parse and a recreated slot. A rewrite the log does not carry
+// (ALTER TABLE … TYPE … USING, which keeps no old value anywhere) needs
+// the table's InvalidateAll, as it did before.
 //
 // A change that still cannot be decoded (a value the field's type does
 // not take, such as a text column behind an integer field, which a load
