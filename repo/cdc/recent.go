@@ -22,8 +22,8 @@ import (
 // row before an UPDATE is the row after the last change of its key that
 // the session read, if it read one. Such an UPDATE is then applied as with
 // REPLICA IDENTITY FULL (an unchanged value costs nothing). What could
-// break that, the session forgets: a key it cannot compute, a value it
-// could not decode (the table's rows), a Relation message that changes the
+// break that, the session forgets: a key it cannot compute, a change it
+// could not decode or queue (the table's rows), a Relation message that changes the
 // table's columns, a TRUNCATE (the table's rows), a message it could not
 // parse and a recreated slot (every table). A new session starts empty.
 type recentRows struct {

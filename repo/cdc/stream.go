@@ -217,9 +217,7 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 		return nil
 	}
 	ch, derr := r.change(msg) // with derr, the columns it could not read are unknown
-	if derr != nil {
-		a.recent.forget(rel)
-	} else {
+	if derr == nil {
 		a.recent.use(rel, r, &ch) // the old row the log left out, when the session read it
 	}
 	// A TRUNCATE of the table earlier in the transactions not yet applied:
@@ -229,10 +227,12 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 	lost, err := r.target.Queue(&a.set, ch)
 	a.set.SetLSN(a.lsn)
 	if err != nil {
+		a.recent.forget(rel) // the row as remembered was not applied
 		a.inv.ctr.fail(fmt.Errorf("%w: %s: %w", ErrSkipped, r.name, err), true)
 		return nil
 	}
 	if derr != nil || len(lost) > 0 {
+		a.recent.forget(rel) // a remembered value the table cannot decode
 		a.inv.undecoded(r.name, derr, lost)
 	}
 	a.changes++
