@@ -59,7 +59,7 @@ func TestOutOfBand_real(t *testing.T) {
 	if n := metric(t, res, "cdc", benchmarks.MetricBurstWrites); n == 0 {
 		t.Error("cdc: the burst made no write")
 	}
-	for _, m := range []string{benchmarks.MetricBulkApplyMS, benchmarks.MetricBulkApplyFullMS, benchmarks.MetricTruncateMS, benchmarks.MetricBurstLagMS} {
+	for _, m := range []string{benchmarks.MetricBulkApplyMS, benchmarks.MetricBulkApplyFullMS, benchmarks.MetricBulkApplyColdMS, benchmarks.MetricTruncateMS, benchmarks.MetricBurstLagMS} {
 		if ms := metric(t, res, "cdc", m); ms <= 0 {
 			t.Errorf("cdc: %s = %v", m, ms)
 		}
