@@ -28,22 +28,8 @@ func (f *feed[T, ID]) Cache() *cacheaside.Cache       { return f.c.cache }
 
 // KeyColumns returns the columns of the table that the cache keys use:
 // the primary key, each unique key's, and each declared query's filter,
-// order and soft-delete columns.
-func (f *feed[T, ID]) KeyColumns() []string {
-	c := f.c
-	cols := []string{c.pk.DBName}
-	for _, l := range c.lookups {
-		for _, fl := range l.fields {
-			cols = append(cols, fl.DBName)
-		}
-	}
-	for _, q := range c.lists.all() {
-		for _, fl := range q.cols {
-			cols = append(cols, fl.DBName)
-		}
-	}
-	return cols
-}
+// order and soft-delete columns (those readBefore reads).
+func (f *feed[T, ID]) KeyColumns() []string { return f.c.keyCols() }
 
 // RebuildFilter rebuilds the Bloom filters (a lost slot lost inserts:
 // the filters may lack their keys, however complete they were); without
