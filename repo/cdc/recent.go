@@ -114,15 +114,15 @@ func (m *recentRows) use(rel uint32, r *relation, ch *rowchange.Change) {
 }
 
 // evict drops one remembered row, of any table: the one a map iteration
-// starts at, which Go randomizes.
+// starts at, which Go randomizes. A table's map stays, empty or not: the
+// caller may be about to add to it.
 func (m *recentRows) evict() {
-	for rel, rows := range m.rels {
+	for _, rows := range m.rels {
 		for k := range rows {
 			delete(rows, k)
 			m.n--
 			return
 		}
-		delete(m.rels, rel)
 	}
 }
 
