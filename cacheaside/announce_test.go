@@ -36,10 +36,7 @@ func TestMutex_announcedValue(t *testing.T) {
 func testAnnounced(t *testing.T, r *testcontainers.RedisNamespace, size int) int64 {
 	p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: time.Minute}
 	holder := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "hot", p)
-	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	wc := newCache(t, client, r.Namespace, nil)
+	wc, _, rt := countedCache(t, r)
 	wc.recheck = time.Hour // only the notification can wake the waiter
 	start := rt.n.Load()   // the Cache's own epoch learning is not the waiter's
 	waiter := newEntity[user](t, wc, "hot", p)
@@ -68,10 +65,7 @@ func TestGetMany_announcedValues(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := redis(t)
 			p := Policy{Strategy: Mutex, LockTTL: time.Minute, WaitTimeout: time.Minute}
-			client := r.NewClient(t)
-			var rt roundTrips
-			client.AddHook(&rt)
-			wc := newCache(t, client, r.Namespace, nil)
+			wc, _, rt := countedCache(t, r)
 			wc.recheck = time.Hour // only the announcements can wake the waiter
 			start := rt.n.Load()   // the Cache's own epoch learning is not the waiter's
 			waiter := newEntity[user](t, wc, "hot", p)

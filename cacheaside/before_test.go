@@ -18,10 +18,7 @@ import (
 func TestEntity_ReadBefore(t *testing.T) {
 	t.Parallel()
 	r := testcontainers.Redis(t)
-	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	c := newCache(t, client, r.Namespace, nil)
+	c, _, rt := countedCache(t, r)
 	e := newEntity[user](t, c, "u", Policy{})
 	a, err := NewListGenerations(c, "u.gen.a")
 	if err != nil {

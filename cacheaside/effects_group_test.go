@@ -16,11 +16,7 @@ import (
 // loads that began before are refused, as with Entity.Invalidate.
 func TestEffects_invalidationsShareAPipeline(t *testing.T) {
 	t.Parallel()
-	r := testcontainers.Redis(t)
-	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	c := newCache(t, client, r.Namespace, nil)
+	c, client, rt := countedCache(t, testcontainers.Redis(t))
 	users := newEntity[user](t, c, "user", Policy{TTL: time.Hour})
 	byEmail := newEntity[user](t, c, "user.by.email", Policy{TTL: time.Hour})
 	ctx := context.Background()
@@ -91,10 +87,7 @@ func TestEffects_sharedPipelineFails(t *testing.T) {
 func TestEffects_filterEffectsShareThePipeline(t *testing.T) {
 	t.Parallel()
 	r := testcontainers.Redis(t)
-	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	c := newCache(t, client, r.Namespace, nil)
+	c, client, rt := countedCache(t, r)
 	users := newEntity[user](t, c, "user", Policy{TTL: time.Hour})
 	f, err := bloom.New(client, "users", &bloom.Options{Namespace: r.Namespace, Capacity: 1000, FalsePositiveRate: 0.01})
 	if err != nil {

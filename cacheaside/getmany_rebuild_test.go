@@ -578,11 +578,8 @@ func TestGetMany_directStrategies(t *testing.T) {
 // A cold batch under Mutex costs the same three round trips as before
 // (MGET, the leases, the stores); a warm one costs one.
 func TestGetMany_leasedRoundTrips(t *testing.T) {
-	r := testcontainers.Redis(t)
-	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	e := newEntity[user](t, newCache(t, client, r.Namespace, nil), "user", Policy{Strategy: Mutex, NullTTL: time.Minute})
+	c, client, rt := countedCache(t, testcontainers.Redis(t))
+	e := newEntity[user](t, c, "user", Policy{Strategy: Mutex, NullTTL: time.Minute})
 	ctx := context.Background()
 	for _, s := range []*script.Script{leaseScript, fillScript} {
 		if err := s.Load(ctx, client).Err(); err != nil {

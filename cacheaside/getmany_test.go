@@ -37,11 +37,18 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-func testGetMany(t *testing.T, r *testcontainers.RedisNamespace) {
+// countedCache returns a Cache on a new client of r, that client, and
+// the counter of the round trips it sends.
+func countedCache(t *testing.T, r *testcontainers.RedisNamespace) (*Cache, redis.UniversalClient, *roundTrips) {
+	t.Helper()
 	client := r.NewClient(t)
-	var rt roundTrips
-	client.AddHook(&rt)
-	c := newCache(t, client, r.Namespace, nil)
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	return newCache(t, client, r.Namespace, nil), client, rt
+}
+
+func testGetMany(t *testing.T, r *testcontainers.RedisNamespace) {
+	c, client, rt := countedCache(t, r)
 	e := newEntity[user](t, c, "user", Policy{NullTTL: time.Minute})
 	ctx := context.Background()
 	// Load the scripts on every node first, so that NOSCRIPT fallbacks do
