@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"fmt"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
@@ -88,4 +90,31 @@ func TestRecentRows_oldRows(t *testing.T) {
 		t.Fatalf("UPDATE after the DELETE of its key: Old %v, want none", again.Old)
 	}
 	checkCount(t, &m, "end")
+}
+
+// BenchmarkRecentRows_memory reports the heap that remembering a row of
+// a table keyed by an id and an email takes (bytes/row: the figure
+// Options.RecentRows documents), remembering 100,000 rows an iteration.
+//
+//	go test -run '^$' -bench RecentRows_memory ./repo/cdc/
+func BenchmarkRecentRows_memory(b *testing.B) {
+	const rows = 100_000
+	r := recentRelation()
+	var ms runtime.MemStats
+	var total uint64
+	for range b.N {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		m := recentRows{limit: rows}
+		for i := range rows {
+			id := strconv.Itoa(1_000_000 + i)
+			m.use(1, r, &rowchange.Change{Kind: rowchange.Insert, New: recentRow(id, "user"+id+"@example.com")})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		total += ms.HeapAlloc - before
+		runtime.KeepAlive(&m)
+	}
+	b.ReportMetric(float64(total)/float64(b.N*rows), "bytes/row")
 }
