@@ -124,6 +124,7 @@ type Cache struct {
 	channel      string        // value-ready notifications
 	recheck      time.Duration // waiters' fallback re-check period
 	br           breaker.Breaker
+	health       health // zero while reads may simply ask Redis; see health.go
 	hub          hub
 	retry        retrier
 	rec          recovery // recovery gates; see RecoveryGate
@@ -269,13 +270,16 @@ func (c *Cache) detached(ctx context.Context, timeout time.Duration) (context.Co
 // neither (and is returned as the context's error).
 func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr error) {
 	if err == nil || err == redis.Nil {
-		c.br.Success()
+		if c.health.Load()&failing != 0 {
+			c.health.answered(&c.br)
+		}
 		return false, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return false, cerr
 	}
 	c.br.Failure()
+	c.health.set(failing)
 	c.rec.failed()
 	c.settle.extend()
 	return true, nil

@@ -81,7 +81,7 @@ func (e *Entity[T]) classifyFetched(f fetched[T], now int64) view[T] {
 	}
 	vw.found = true
 	switch {
-	case fresh && e.p.Strategy.earlyRefreshes() && e.xfetch(now, h):
+	case fresh && e.p.Strategy == EarlyRefresh && e.xfetch(now, h):
 		vw.state = stateDue
 	case fresh:
 		vw.state = stateFresh
@@ -143,7 +143,3 @@ func (s Strategy) shares() bool { return s != None }
 // servesStale reports whether the strategy serves values past their
 // logical expiry (within Grace) while it refreshes them.
 func (s Strategy) servesStale() bool { return s == AsyncRefresh }
-
-// earlyRefreshes reports whether the strategy recomputes values before
-// they expire.
-func (s Strategy) earlyRefreshes() bool { return s == EarlyRefresh }

@@ -61,7 +61,7 @@ func NewEntity[T any](c *Cache, name string, p Policy) (*Entity[T], error) {
 		p:      p,
 		prefix: c.ns + ":{" + esc + ":",
 		ctr:    &counters{name: name, observer: c.observer},
-		clock:  p.Grace > 0 || p.Strategy.servesStale() || p.Strategy.earlyRefreshes(),
+		clock:  p.Grace > 0 || p.Strategy.servesStale() || p.Strategy == EarlyRefresh,
 		lockPX: ms(p.LockTTL),
 		graceM: p.Grace.Milliseconds(),
 	}

@@ -3,14 +3,21 @@ package cacheaside
 import (
 	"context"
 	"errors"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // errFailOpen reports that a Redis call failed (or the breaker is open):
 // the read falls back to the loader (see failOpen).
 var errFailOpen = errors.New("cacheaside: redis failed")
 
-// redisResult is Cache.result for the entity's calls.
+// redisResult is Cache.result for the entity's calls. A reply while the
+// breaker is clean (no failing bit in the Cache's health word, health.go)
+// is a success with nothing to record: one atomic load.
 func (e *Entity[T]) redisResult(ctx context.Context, err error) error {
+	if (err == nil || err == redis.Nil) && e.c.health.Load()&failing == 0 {
+		return nil
+	}
 	return e.c.result(ctx, e.ctr, err)
 }
 

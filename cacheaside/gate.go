@@ -14,6 +14,10 @@ package cacheaside
 //     uncached. It is asked once per read, and only when an id gets this
 //     far: half-open, it lets one read through as its probe.
 //
+// A read looks at the Cache's health word first (health.go): checks 1, 2
+// and 4 are made only when their bit is set, so a read while all is well
+// passes the gate on one atomic load (and the near cache's look-up).
+//
 // The ids left go on to Redis, each with the near cache ticket taken
 // before the read that may fill it. What the reads do with the ids sent
 // to the loader is theirs: Get shares the load by group commit (failOpen),
@@ -32,18 +36,17 @@ const (
 )
 
 // readGate is one read's pass through the gate: the answers it asks once
-// per read (recovery, breaker), kept for the read's other ids.
+// per read (the Cache's health, recovery, breaker), kept for the read's
+// other ids. The zero readGate of an entity (readGate[T]{e: e}) starts
+// one.
 type readGate[T any] struct {
 	e          *Entity[T]
-	recovering bool // reads bypass the cache (see RecoveryGate)
-	asked      bool // the breaker was asked
-	down       bool // its answer: Redis is not to be called
-	v          T    // the near cache's value, when pass answered toLocal
-}
-
-// gate starts a read's pass through the gate.
-func (e *Entity[T]) gate() readGate[T] {
-	return readGate[T]{e: e, recovering: e.c.rec.bypass()}
+	looked     bool   // health was read
+	health     uint32 // the Cache's health word, as the read found it (health.go)
+	recovering bool   // reads bypass the cache (see RecoveryGate)
+	asked      bool   // the breaker was asked
+	down       bool   // its answer: Redis is not to be called
+	v          T      // the near cache's value, when pass answered toLocal
 }
 
 // pass sends one id through the gate. key is the id's entry key; it may
@@ -52,12 +55,19 @@ func (e *Entity[T]) gate() readGate[T] {
 // (GetMany's). pass returns where the id goes: for toRedis, with the near
 // cache ticket to fill under (*key is then set); for toLocal, with the
 // near cache's answer: its value in g.v, or err = ErrNotFound.
+//
+// While the Cache's health word is zero, checks 1, 2 and 4 cost the one
+// load that reads it.
 func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err error) {
 	e := g.e
+	if !g.looked {
+		g.looked, g.health = true, e.c.health.Load()
+		g.recovering = g.health&recovering != 0 && e.c.rec.bypass()
+	}
 	if g.recovering {
 		return toLoader, tk, nil
 	}
-	if !e.c.retry.idle() && e.c.retry.holds(e.entryKey(key, esc)) {
+	if g.health&holding != 0 && e.c.retry.holds(e.entryKey(key, esc)) {
 		return toHeld, tk, nil
 	}
 	if l := e.local; l != nil {
@@ -68,7 +78,7 @@ func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err e
 			return toLocal, tk, err
 		}
 	}
-	if !g.asked {
+	if g.health&failing != 0 && !g.asked {
 		g.asked, g.down = true, !e.c.br.Allow()
 	}
 	if g.down {

@@ -51,7 +51,7 @@ func (e *Entity[T]) GetMany(ctx context.Context, ids []string, load BatchLoader[
 	if err != nil {
 		return nil, err
 	}
-	g := e.gate()
+	g := readGate[T]{e: e}
 	held, items, tks, redis := g.passMany(out, items)
 	if len(held) > 0 { // their invalidations are pending
 		e.ctr.inc(EventBypass)

@@ -214,14 +214,12 @@ func (l *localTier[T]) ticket(key string) ticket {
 // now + TTL and the Redis entry's logical expiry. A hot tier keeps it
 // only if its key is hot.
 func (l *localTier[T]) put(t ticket, key string, vw *view[T]) {
-	if l != nil {
-		l.fill(t, key, localEntry[T]{v: vw.v, size: int32(min(vw.size, 1<<30))}, l.p.TTL, vw.expiry)
-	}
+	l.fill(t, key, localEntry[T]{v: vw.v, size: int32(min(vw.size, 1<<30))}, l.p.TTL, vw.expiry)
 }
 
 // putNull keeps a "not found" read from Redis under t (if NullTTL > 0).
 func (l *localTier[T]) putNull(t ticket, key string, expiry int64) {
-	if l != nil && l.p.NullTTL > 0 {
+	if l.p.NullTTL > 0 {
 		l.fill(t, key, localEntry[T]{null: true}, l.p.NullTTL, expiry)
 	}
 }

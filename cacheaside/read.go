@@ -21,7 +21,7 @@ import (
 // result of a load that began before it). Every wait honours ctx.
 //
 // A hit is the gate (gate.go: the checks before Redis, shared with
-// GetMany), then four functions: commitGroup.do (coalesce.go), which
+// GetMany; one atomic load while all is well), then four functions: commitGroup.do (coalesce.go), which
 // shares the GET with the concurrent Gets of id in this process by group
 // commit; fetch, the GET itself (below); classifyFetched (classify.go),
 // what the entry holds; and decide (below), what the read does with it.
@@ -38,7 +38,7 @@ func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, erro
 	}
 	var key string // built by the gate, when needed
 	for attempt := 0; ; attempt++ {
-		g := e.gate()
+		g := readGate[T]{e: e}
 		via, tk, err := g.pass(&key, esc)
 		if via == toLocal {
 			return g.v, err
@@ -117,20 +117,23 @@ const (
 // and deletes an entry that does not decode, which is then rebuilt.
 func (e *Entity[T]) decide(ctx context.Context, tk ticket, key string, vw *view[T]) decision {
 	switch vw.state {
-	case stateFresh:
+	case stateFresh, stateDue:
 		e.ctr.inc(EventHit)
-		e.local.put(tk, key, vw) // near cache
+		if e.local != nil {
+			e.local.put(tk, key, vw) // near cache
+		}
+		if vw.state == stateDue {
+			return serveAndRefresh
+		}
 		return serveValue
-	case stateDue:
-		e.ctr.inc(EventHit)
-		e.local.put(tk, key, vw) // near cache
-		return serveAndRefresh
 	case stateStale:
 		e.ctr.inc(EventStaleServed)
 		return serveAndRefresh
 	case stateNull:
 		e.ctr.inc(EventNullHit)
-		e.local.putNull(tk, key, vw.expiry) // near cache
+		if e.local != nil {
+			e.local.putNull(tk, key, vw.expiry) // near cache
+		}
 		return serveNull
 	case stateCorrupt:
 		e.corrupt(ctx, key)

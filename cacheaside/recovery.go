@@ -135,6 +135,7 @@ func (r *recovery) failed() {
 func (r *recovery) closeLocked() {
 	r.epoch++
 	r.closed.Store(true)
+	r.c.health.set(recovering)
 	if r.open == nil {
 		r.open = make(chan struct{})
 	}
@@ -187,6 +188,7 @@ func (r *recovery) loop() {
 // openLocked lets reads use the cache again and ends the loop.
 func (r *recovery) openLocked() {
 	r.closed.Store(false)
+	r.c.health.And(^recovering)
 	r.running = false
 	if r.open != nil {
 		close(r.open)

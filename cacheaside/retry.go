@@ -147,6 +147,7 @@ func (r *retrier) account() {
 	retryStats.pending.Add(int64(t - r.total))
 	r.total = t
 	r.n.Store(int64(len(r.pending)))
+	r.c.health.mark(holding, len(r.pending) > 0)
 	r.m.Store(int64(r.effects.Len() + r.inflight))
 }
 

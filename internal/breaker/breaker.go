@@ -85,6 +85,10 @@ func (b *Breaker) Failure() {
 	}
 }
 
+// Clean reports whether the breaker is closed with no failure counted:
+// Success would change nothing.
+func (b *Breaker) Clean() bool { return b.fails.Load()|b.openUntil.Load() == 0 }
+
 // Open reports whether the breaker is open (or half-open).
 func (b *Breaker) Open() bool { return b.openUntil.Load() != 0 }
 

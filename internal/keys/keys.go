@@ -32,7 +32,7 @@ func Escape(s string) (string, error) {
 	}
 	clean := true
 	for i := 0; i < len(s); i++ {
-		if needsEscape(s[i]) {
+		if special[s[i]] {
 			clean = false
 			break
 		}
@@ -45,7 +45,7 @@ func Escape(s string) (string, error) {
 	b.Grow(len(s) + 8)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if needsEscape(c) {
+		if special[c] {
 			b.WriteByte('%')
 			b.WriteByte(hex[c>>4])
 			b.WriteByte(hex[c&15])
@@ -56,13 +56,18 @@ func Escape(s string) (string, error) {
 	return b.String(), nil
 }
 
-func needsEscape(c byte) bool {
-	switch c {
-	case '%', ':', '{', '}', '*', '?', '[', ']', '\\', ' ', 0x7f:
-		return true
+// special holds the bytes Escape writes as %XX: '%' itself, the
+// separators and glob characters of key patterns, space, DEL and the
+// control bytes.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
 	}
-	return c < 0x20
-}
+	for _, c := range "%:{}*?[]\\ \x7f" {
+		t[c] = true
+	}
+	return t
+}()
 
 // Namespace checks ns (the empty string means DefaultNamespace) and returns
 // it. A namespace may not contain characters that Escape would change.
