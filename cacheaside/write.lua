@@ -1,6 +1,7 @@
 -- write.lua: Invalidate, Set and SetIfVersion. Replace an id's version
 -- token, which defeats every load that read the old one, and delete (or
--- overwrite) its entry, in one step. One call may carry several ids to
+-- overwrite) its entry, in one step (an invalidation of an id that has no
+-- version creates none: see below). One call may carry several ids to
 -- delete (Invalidate on a single Redis node sends up to invalidateBatch
 -- per call: their keys are in different Cluster slots, so a Cluster gets
 -- one id per call).
@@ -41,30 +42,38 @@ local olds = redis.call('MGET', unpack(vers))
 local find, sub = string.find, string.sub
 for j, verKey in ipairs(vers) do
   local old = olds[j]
-  local n, at = 1, pos
-  if old then
-    -- "<token>#<n>[@<position>]"; a version that version.lua or lease.lua
-    -- created is a bare token. A token (internal/token) has neither '#'
-    -- nor '@'. Plain finds: a pattern would be tried at every offset.
-    local h = find(old, '#', 1, true)
-    local a = find(old, '@', 1, true)
-    if h then
-      n = (tonumber(sub(old, h + 1, (a or 0) - 1)) or 0) + 1
-    end
-    if a then
-      local was = sub(old, a + 1)
-      if at == '' or was > at then
-        at = was
+  -- An invalidation of an id without a version leaves it without one: no
+  -- load of the id is in flight (a load reads its version, creating it,
+  -- before it reads the source of truth), and the next miss starts a
+  -- version with no write position, which loads from the primary
+  -- (RequiredLSN): drop.lua's state. So a bulk write of rows that nobody
+  -- reads writes no version key per row.
+  if old or entry then
+    local n, at = 1, pos
+    if old then
+      -- "<token>#<n>[@<position>]"; a version that version.lua or lease.lua
+      -- created is a bare token. A token (internal/token) has neither '#'
+      -- nor '@'. Plain finds: a pattern would be tried at every offset.
+      local h = find(old, '#', 1, true)
+      local a = find(old, '@', 1, true)
+      if h then
+        n = (tonumber(sub(old, h + 1, (a or 0) - 1)) or 0) + 1
+      end
+      if a then
+        local was = sub(old, a + 1)
+        if at == '' or was > at then
+          at = was
+        end
       end
     end
+    local ver
+    if at == '' then
+      ver = tok .. '#' .. n
+    else
+      ver = tok .. '#' .. n .. '@' .. at -- one concatenation, one new string
+    end
+    redis.call('SET', verKey, ver, 'PX', verPX)
   end
-  local ver
-  if at == '' then
-    ver = tok .. '#' .. n
-  else
-    ver = tok .. '#' .. n .. '@' .. at -- one concatenation, one new string
-  end
-  redis.call('SET', verKey, ver, 'PX', verPX)
 end
 if not entry then
   redis.call('DEL', unpack(entries))

@@ -28,7 +28,14 @@ func TestInvalidate_batches(t *testing.T) {
 			for i := range ids {
 				ids[i] = fmt.Sprint(i)
 			}
-			// The first ids carry a higher position than the batch's.
+			// The first ids carry a higher position than the batch's (a
+			// version to record it in first, as a load leaves: an id
+			// without one is left without one).
+			for _, id := range ids[:5] {
+				if _, err := e.Version(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := e.Invalidate(WithWriteLSN(ctx, 0x900), ids[:5]...); err != nil {
 				t.Fatal(err)
 			}
@@ -89,6 +96,9 @@ func TestInvalidate_mixedBatch(t *testing.T) {
 	for i, w := range plan {
 		key, _ := e.Key(fmt.Sprint(i))
 		todo[i] = pending{key: key, verPX: w.verPX, ctr: e.ctr, lsn: w.lsn}
+		if _, err := e.Version(ctx, fmt.Sprint(i)); err != nil { // as a load leaves it
+			t.Fatal(err)
+		}
 	}
 	if failed, err := invalidate(ctx, c, todo); err != nil || len(failed) != 0 {
 		t.Fatalf("invalidate: %d failed, %v", len(failed), err)

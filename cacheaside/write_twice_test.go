@@ -29,6 +29,9 @@ func TestWrite_appliedTwice(t *testing.T) {
 		}
 		return rn.Client.Get(ctx, key+":ver").Val()
 	}
+	if _, err := e.Version(ctx, "1"); err != nil { // a load's version
+		t.Fatal(err)
+	}
 	first := run("resent", "00000000000000a0")
 	run("other", "")
 	again := run("resent", "00000000000000a0")

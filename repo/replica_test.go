@@ -186,6 +186,12 @@ func TestReplica_pausedReplay_cluster(t *testing.T) {
 // serves.
 func pausedRead(ctx context.Context, t *testing.T, e *replicaEnv, id int64) string {
 	t.Helper()
+	// A read before the row exists starts its version (a write leaves an
+	// id without one without one: its next miss would load from the
+	// primary), in which the writes then record their positions.
+	if _, err := e.reader.Get(ctx, id); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("read before the row exists: %v", err)
+	}
 	u := sample.User{ID: id, Email: fmt.Sprintf("u%d@example.com", id), Name: "Ada"}
 	if err := e.writer.Create(ctx, &u); err != nil {
 		t.Fatal(err)
@@ -268,10 +274,14 @@ func TestReplica_readAfterToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e := newReplicaEnv(t, 0)
-	// Rows 7 and 8 written and deleted through repo: their versions record
-	// a position (an id whose version records none loads from the
-	// primary), which the replica replays.
+	// Rows 7 and 8 read (a miss starts their versions), then written and
+	// deleted through repo: their versions record a position (an id whose
+	// version records none, or that has none, loads from the primary),
+	// which the replica replays.
 	for _, id := range []int64{7, 8} {
+		if _, err := e.reader.Get(ctx, id); !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("read before the row exists: %v", err)
+		}
 		u := sample.User{ID: id, Email: fmt.Sprintf("old%d@example.com", id), Name: "Old"}
 		if err := e.writer.Create(ctx, &u); err != nil {
 			t.Fatal(err)

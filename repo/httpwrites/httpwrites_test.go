@@ -89,10 +89,14 @@ func TestNew_readYourWrites(t *testing.T) {
 	if code, _ := get(other, 99); code != http.StatusNotFound {
 		t.Fatalf("warm-up read: %d", code)
 	}
-	// Rows 7 and 8 written and deleted through repo: their versions record
-	// a position the replica replays (a miss of an id whose version records
-	// none loads from the primary).
+	// Rows 7 and 8 read (a miss starts their versions), then written and
+	// deleted through repo: their versions record a position the replica
+	// replays (a miss of an id whose version records none, or that has
+	// none, loads from the primary).
 	for _, id := range []int64{7, 8} {
+		if code, _ := get(other, id); code != http.StatusNotFound {
+			t.Fatalf("read before the row exists: %d", code)
+		}
 		if err := users.Create(ctx, &sample.User{ID: id, Email: fmt.Sprint("old", id, "@example.com"), Name: "Old"}); err != nil {
 			t.Fatal(err)
 		}
