@@ -62,3 +62,20 @@ func BenchmarkRepository_GetMany_hit100(b *testing.B) {
 		}
 	}
 }
+
+// An Update of a cached row, as a service's write of a hot key: the read
+// of its unique key and version before the statement, the UPDATE, and the
+// upkeep after the COMMIT (the row's and its email mapping's invalidation,
+// the filters' repair), each waited for.
+func BenchmarkRepository_Update(b *testing.B) {
+	users, ids := benchUsers(b, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := ids[i%len(ids)]
+		u := sample.User{ID: id, Email: fmt.Sprintf("b%d@example.com", i%len(ids)), Name: fmt.Sprint("Bench", i)}
+		if err := users.Update(ctx, &u); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
