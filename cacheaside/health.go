@@ -10,9 +10,9 @@ import (
 // health is the Cache's one word of read-path state: the conditions under
 // which a read may not simply ask Redis, a bit each. It is zero while all
 // is well, and then the read gate (gate.go) and the reply of a Redis call
-// (redisResult) cost one atomic load between them; a bit set sends them
-// the long way, through the checks that own the condition (which still
-// decide: the bit only says "look").
+// (redisResult) cost an atomic load each; a bit set sends them the long
+// way, through the checks that own the condition (which still decide: the
+// bit only says "look").
 //
 // Each bit is set before its condition can matter to a read that begins
 // afterwards (under the owner's lock, before the call that caused it

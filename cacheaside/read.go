@@ -21,10 +21,11 @@ import (
 // result of a load that began before it). Every wait honours ctx.
 //
 // A hit is the gate (gate.go: the checks before Redis, shared with
-// GetMany; one atomic load while all is well), then four functions: commitGroup.do (coalesce.go), which
-// shares the GET with the concurrent Gets of id in this process by group
-// commit; fetch, the GET itself (below); classifyFetched (classify.go),
-// what the entry holds; and decide (below), what the read does with it.
+// GetMany; one atomic load while all is well), then four functions:
+// commitGroup.do (coalesce.go), which shares the GET with the concurrent
+// Gets of id in this process by group commit; fetch, the GET itself
+// (below); classifyFetched (classify.go), what the entry holds; and
+// decide (below), what the read does with it.
 // Beside them are leaf calls only: escapeID, redisResult (failopen.go),
 // the counters. A miss goes on in rebuild.go.
 func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {

@@ -8,14 +8,16 @@ import (
 
 func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{
-		"42":       "42",
-		"user@x":   "user@x",
-		"a:b":      "a%3Ab",
-		"{tag}":    "%7Btag%7D",
-		"a b\nc":   "a%20b%0Ac",
-		"100%":     "100%25",
-		"héllo":    "héllo",
-		"k*?[]\\x": "k%2A%3F%5B%5D%5Cx",
+		"42":         "42",
+		"user@x":     "user@x",
+		"a:b":        "a%3Ab",
+		"{tag}":      "%7Btag%7D",
+		"a b\nc":     "a%20b%0Ac",
+		"100%":       "100%25",
+		"héllo":      "héllo",
+		"k*?[]\\x":   "k%2A%3F%5B%5D%5Cx",
+		"\x00\x1f!~": "%00%1F!~",
+		"del\x7f":    "del%7F",
 	} {
 		got, err := Escape(in)
 		if err != nil || got != want {
