@@ -270,9 +270,7 @@ func (c *Cache) detached(ctx context.Context, timeout time.Duration) (context.Co
 // neither (and is returned as the context's error).
 func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr error) {
 	if err == nil || err == redis.Nil {
-		if c.health.Load()&failing != 0 {
-			c.health.answered(&c.br)
-		}
+		c.answered()
 		return false, nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
@@ -283,6 +281,17 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 	c.rec.failed()
 	c.settle.extend()
 	return true, nil
+}
+
+// answered records a call that Redis answered: the breaker closes, and
+// the health word's failing bit with it (health.go). One atomic load
+// while nothing failed.
+func (c *Cache) answered() {
+	if c.health.Load()&failing != 0 {
+		c.health.answered(&c.br)
+		return
+	}
+	c.br.Success()
 }
 
 // Client returns the Redis client the Cache was built on, for companions

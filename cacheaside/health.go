@@ -27,8 +27,8 @@ const (
 	// cleared with retrier.n, under retrier.mu).
 	holding
 	// failing: the breaker counts failures or is open (set by redisErr
-	// with each failure; cleared by the success that finds the breaker
-	// closed again, see answered).
+	// with each failure; cleared by the next call Redis answers, which
+	// closes the breaker: Cache.answered).
 	failing
 )
 

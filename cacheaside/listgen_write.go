@@ -81,7 +81,7 @@ func (g *ListGenerations) write(ctx context.Context, what string, calls []script
 	}
 	err := send(ctx, calls)
 	if errors.Is(err, errShortfall) {
-		g.c.br.Success() // Redis answered; the write is not confirmed
+		g.c.answered() // Redis answered; the write is not confirmed
 	} else if err = g.c.result(ctx, g.ctr, err); err == nil {
 		return nil
 	}

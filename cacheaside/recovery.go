@@ -206,7 +206,7 @@ func (r *recovery) pass(ctx context.Context, gates []RecoveryGate) bool {
 		return false
 	}
 	// Redis answers: the invalidation retrier tries at once.
-	r.c.br.Success()
+	r.c.answered()
 	for _, g := range gates {
 		if g(ctx) != nil {
 			return false

@@ -39,7 +39,7 @@ func (e *Entity[T]) Set(ctx context.Context, id string, v T) error {
 			}
 		}
 		if errors.Is(err, errShortfall) {
-			e.c.br.Success() // Redis answered; the write is not confirmed
+			e.c.answered() // Redis answered; the write is not confirmed
 		} else if e.redisResult(ctx, err) == nil {
 			return nil
 		}
@@ -205,7 +205,7 @@ func invalidate(ctx context.Context, c *Cache, todo []pending) ([]pending, error
 	}
 	out, err := c.writeAll(ctx, calls)
 	if err == nil || errors.Is(err, errShortfall) {
-		c.br.Success()
+		c.answered()
 	}
 	if err == nil {
 		return nil, nil
