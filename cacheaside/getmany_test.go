@@ -20,20 +20,26 @@ type roundTrips struct{ n atomic.Int64 }
 func handshake(name string) bool { return name == "hello" || name == "client" }
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// A round trip counts once its reply is in: a test that waits for the
+// count to reach n knows that n calls were answered, not only sent (a
+// call sent but not yet run by Redis could still see a later write).
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		if !handshake(cmd.Name()) {
 			h.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		if !handshake(cmds[0].Name()) {
 			h.n.Add(1)
 		}
-		return next(ctx, cmds)
+		return err
 	}
 }
 
