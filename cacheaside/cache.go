@@ -284,14 +284,18 @@ func (c *Cache) redisErr(ctx context.Context, err error) (failed bool, ctxErr er
 }
 
 // answered records a call that Redis answered: the breaker closes, and
-// the health word's failing bit with it (health.go). One atomic load
-// while nothing failed.
+// the health word's failing bit with it (health.go). Clear, then look: a
+// failure whose bit the clear removed counted before the look, which sets
+// the bit again.
 func (c *Cache) answered() {
-	if c.health.Load()&failing != 0 {
-		c.health.answered(&c.br)
+	c.br.Success()
+	if c.health.Load()&failing == 0 {
 		return
 	}
-	c.br.Success()
+	c.health.And(^failing)
+	if !c.br.Clean() {
+		c.health.set(failing)
+	}
 }
 
 // Client returns the Redis client the Cache was built on, for companions

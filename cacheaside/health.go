@@ -3,7 +3,6 @@ package cacheaside
 import (
 	"sync/atomic"
 
-	"github.com/asidekit/asidekit/internal/breaker"
 	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
@@ -46,17 +45,5 @@ func (h *health) mark(bit uint32, on bool) {
 		h.set(bit)
 	} else {
 		h.And(^bit)
-	}
-}
-
-// answered records a Redis call that Redis answered, while failing is
-// set: the breaker closes, and failing is cleared unless a failure
-// counted meanwhile. (Clear, then look: a Failure whose bit the clear
-// removed counted before the look, which sets the bit again.)
-func (h *health) answered(br *breaker.Breaker) {
-	br.Success()
-	h.And(^failing)
-	if !br.Clean() {
-		h.set(failing)
 	}
 }
