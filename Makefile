@@ -103,7 +103,8 @@ peers:
 ## pathcount: how many library functions, in how many files, one fully
 ## configured Repository.Update, a repository hit and a cacheaside hit run
 ## (counted from the coverage counters of a -cover build; see
-## internal/cmd/pathcount), on the servers named by ASIDEKIT_POSTGRES_DSN
+## internal/cmd/pathcount), and their Redis round trips (the Update's after
+## its COMMIT apart), on the servers named by ASIDEKIT_POSTGRES_DSN
 ## and ASIDEKIT_REDIS_ADDR. PATHCOUNTFLAGS=-v lists the functions.
 PATHCOUNTFLAGS ?=
 pathcount:

@@ -135,5 +135,5 @@ func (e *Effect) cache() *Cache {
 // in its Cache's retrier itself, its error then matching
 // ErrInvalidationPending.
 func (e *Effect) queuesItself() bool {
-	return e.kind == effectInvalidate || e.kind == effectStoreIfVersion
+	return e.kind == effectInvalidate || e.kind == effectStoreIfVersion || e.kind == effectStoreFromLog
 }

@@ -50,6 +50,13 @@ func (g *commitGroup[V]) do(ctx context.Context, key string, fn func(context.Con
 		g.slots[key] = nil
 		g.mu.Unlock()
 		v, err := fn(ctx, key)
+		g.mu.Lock()
+		if g.slots[key] == nil { // no caller queued meanwhile: the common case
+			delete(g.slots, key)
+			g.mu.Unlock()
+			return v, err
+		}
+		g.mu.Unlock()
 		g.sendNext(key, false)
 		return v, err
 	}

@@ -95,8 +95,10 @@
 //
 // What a committed write does to the cache is a list of Effect values, a
 // closed set: Invalidate (delete and re-version ids), InvalidateAll,
-// StoreIfVersion (write-through), Bump and Patch (a list's generation and
-// its lines), AddToFilter and Distrust (a Bloom filter). package repo's
+// StoreIfVersion (write-through), StoreFromLog (a row from the database's
+// log, stored where no write that completed is newer), Bump, Patch and
+// PatchFromLog (a list's generation and its lines), AddToFilter and
+// Distrust (a Bloom filter). package repo's
 // plan makes them, for its own writes and for repo/cdc's changes; Effects
 // batches them, merged by target, and runs them: Run, or Cache.Apply,
 // which queues what failed, of every kind and in order, in the background

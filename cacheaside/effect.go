@@ -10,10 +10,11 @@ import (
 
 // An Effect is one piece of cache work that follows a committed write of
 // the source of truth: a value that says what to do, made by one of the
-// constructors below (Invalidate, InvalidateAll, StoreIfVersion, Bump,
-// Patch, AddToFilter, Distrust), and done by Effects. The set is closed:
-// a writer (package repo, repo/cdc) describes its upkeep with these and
-// nothing else. The zero Effect does nothing.
+// constructors below (Invalidate, InvalidateAll, StoreIfVersion,
+// StoreFromLog, Bump, Patch, PatchFromLog, AddToFilter, Distrust), and
+// done by Effects. The set is closed: a writer (package repo, repo/cdc)
+// describes its upkeep with these and nothing else. The zero Effect does
+// nothing.
 type Effect struct {
 	kind   effectKind
 	ent    effectEntity     // Invalidate, InvalidateAll, StoreIfVersion
@@ -25,10 +26,14 @@ type Effect struct {
 	ids []string
 	// version is what StoreIfVersion compares (the entry's version read
 	// before the write), seen what Patch compares (the list's generation),
-	// line what Patch appends, row what StoreIfVersion stores (a T of the
-	// entity).
-	version, seen, line string
-	row                 any
+	// row what StoreIfVersion stores (a T of the entity).
+	version, seen string
+	row           any
+	// at is where the change StoreFromLog stores the row of committed.
+	at uint64
+	// lines are what Patch and PatchFromLog append, in order: the lines of
+	// one list's effects (of one seen value, for Patch), merged.
+	lines []string
 }
 
 // effectKind says what an Effect does.
@@ -38,8 +43,10 @@ const (
 	effectInvalidate     effectKind = iota + 1 // delete and re-version ids of an entity
 	effectInvalidateAll                        // every key of an entity
 	effectStoreIfVersion                       // store a written row if its version holds
+	effectStoreFromLog                         // store a row from the log if its version is no newer
 	effectBump                                 // new generations of lists
 	effectPatch                                // a line appended to a list's generation
+	effectPatchLog                             // lines from the log appended to a list's generation
 	effectAddToFilter                          // keys added to a Bloom filter
 	effectDistrust                             // a Bloom filter's "absent" answers untrusted
 )
@@ -50,8 +57,10 @@ type effectEntity interface {
 	Invalidate(ctx context.Context, ids ...string) error
 	InvalidateAll(ctx context.Context) error
 	Version(ctx context.Context, id string) (string, error)
-	// setIfVersion is SetIfVersion of row, a T.
+	// setIfVersion is SetIfVersion of row, a T; storeFromLog stores row
+	// from the log (Entity.storeFromLog).
 	setIfVersion(ctx context.Context, id, version string, row any) (stored bool, err error)
+	storeFromLog(ctx context.Context, id string, commit uint64, row any) (stored bool, err error)
 	// cache is the Cache whose retrier holds the entity's failed work.
 	cache() *Cache
 }
@@ -60,6 +69,20 @@ func (e *Entity[T]) cache() *Cache { return e.c }
 
 func (e *Entity[T]) setIfVersion(ctx context.Context, id, version string, row any) (bool, error) {
 	return e.SetIfVersion(ctx, id, version, row.(T))
+}
+
+// storeFromLog stores row (a T), the row of id as a change committed at
+// commit left it (repo/cdc decodes it from the database's log), if id's version
+// records a position at or before commit, and otherwise deletes the entry,
+// as Invalidate does; an id without a version is left without one. Why
+// that is safe: a write that completed records a position past its commit
+// in the version (repo's upkeep), a load of a version of unknown position
+// records the position it read after the load (LSNRecorder), and a version
+// that records none may stand for one Redis lost; so a version at or
+// before commit has seen no write newer than the change, and the log
+// brings the newer ones later, in commit order.
+func (e *Entity[T]) storeFromLog(ctx context.Context, id string, commit uint64, row any) (bool, error) {
+	return e.storeIf(ctx, id, "", commit, row.(T))
 }
 
 // FilterWriter is a Bloom filter that effects write (guard/bloom's
@@ -93,6 +116,17 @@ func StoreIfVersion[T any](e *Entity[T], id, version string, row T) Effect {
 	return Effect{kind: effectStoreIfVersion, ent: e, ids: []string{id}, version: version, row: row}
 }
 
+// StoreFromLog is the effect of a change read from the database's log
+// (repo/cdc) that committed at commit and left id's row as row: row is
+// stored if id's version records a position at or before commit (no write
+// that completed is newer), and id is invalidated otherwise; an id
+// without a version is left without one. Done again (a retry), the same
+// rule holds: a newer store or write in between made the version newer.
+// commit must not be 0.
+func StoreFromLog[T any](e *Entity[T], id string, commit uint64, row T) Effect {
+	return Effect{kind: effectStoreFromLog, ent: e, ids: []string{id}, at: commit, row: row}
+}
+
 // Bump is the effect of g.Bump(ctx, ids...): the lists ids get new
 // generations. It is counted in g.Stats when done.
 func Bump(g *ListGenerations, ids ...string) Effect {
@@ -102,10 +136,12 @@ func Bump(g *ListGenerations, ids ...string) Effect {
 // Patch is the effect of g.Patch(ctx, id, seen, line): line is appended
 // to list id's generation if it is still seen, else the list is bumped.
 // Done again (a retry after a lost reply), it finds the generation
-// changed, and bumps. A list id that cannot be a key needs nothing: no
-// list of it is cached. It is counted in g.Stats when done.
+// changed, and bumps. The Patches of one list and one seen value in one
+// Effects (the writes of a transaction) are one effect, their lines in
+// the order added. A list id that cannot be a key needs nothing: no list
+// of it is cached. It is counted in g.Stats when done.
 func Patch(g *ListGenerations, id, seen, line string) Effect {
-	return Effect{kind: effectPatch, lists: g, ids: []string{id}, seen: seen, line: line}
+	return Effect{kind: effectPatch, lists: g, ids: []string{id}, seen: seen, lines: []string{line}}
 }
 
 // AddToFilter is the effect of adding keys to filter f, named name in
@@ -142,10 +178,20 @@ func (e *Effect) do(ctx context.Context) error {
 				return fmt.Errorf("repo: invalidate %d ids of %s: %w", len(e.ids), e.ent.Name(), err)
 			}
 		}
+	case effectStoreFromLog:
+		at := e.at
+		if testswitch.LogStoreCompareOff.Load() {
+			at = UnknownLSN - 1 // every known position is at or before it
+		}
+		if _, err := e.ent.storeFromLog(ctx, e.ids[0], at, e.row); err != nil {
+			return fmt.Errorf("repo: invalidate 1 ids of %s: %w", e.ent.Name(), err)
+		}
 	case effectBump:
 		return e.bump(ctx)
 	case effectPatch:
 		return e.patch(ctx)
+	case effectPatchLog:
+		return e.patchLog(ctx)
 	case effectAddToFilter:
 		if err := e.filter.AddMany(ctx, e.ids); err != nil {
 			return fmt.Errorf("repo: add %d keys to filter %s: %w", len(e.ids), e.name, err)
@@ -190,14 +236,31 @@ func (e *Effect) patch(ctx context.Context) error {
 		}
 		seen = now
 	}
-	patched, err := g.Patch(ctx, id, seen, e.line)
+	patched, err := g.patch(ctx, id, seen, e.lines)
+	return e.count(patched, err, "")
+}
+
+// patchLog does a PatchFromLog effect (its merged lines) and counts it.
+func (e *Effect) patchLog(ctx context.Context) error {
+	if testswitch.ListBumpsOff.Load() {
+		return nil
+	}
+	patched, err := e.lists.patchLog(ctx, e.ids[0], e.lines)
+	return e.count(patched, err, " from the log")
+}
+
+// count counts what a Patch or PatchFromLog did (its lines appended, or a
+// bump) and returns its error, with from after the list's name; a list id
+// too long for a key needs nothing (no list of it is cached).
+func (e *Effect) count(patched bool, err error, from string) error {
+	g := e.lists
 	switch {
 	case errors.Is(err, ErrInvalidID):
-		return nil // a list id too long for a key is never cached
+		return nil
 	case err != nil:
-		return fmt.Errorf("repo: invalidate 1 ids of %s: repo: patch list generation of %s: %w", g.name, g.name, err)
+		return fmt.Errorf("repo: invalidate 1 ids of %s: repo: patch list generation of %s%s: %w", g.name, g.name, from, err)
 	case patched:
-		g.patches.Add(1)
+		g.patches.Add(int64(len(e.lines)))
 	default:
 		g.bumps.Add(1)
 	}

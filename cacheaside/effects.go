@@ -19,9 +19,10 @@ import (
 // pipelined call per target, not two thousand round trips, and Run sends
 // the targets' script calls on one Redis client in one pipeline (one round
 // trip per node; the Invalidates of one Cache's entities in shared
-// write.lua calls). A Distrust is
-// kept once per filter; Patches and StoreIfVersions, which compare what
-// their own write read, are kept one by one. The zero Effects is empty and
+// write.lua calls). The PatchFromLogs of one list are one effect, their
+// lines in order (they come in commit order). A Distrust is kept once per
+// filter; Patches and StoreIfVersions, which compare what their own write
+// read, are kept one by one (but see JoinPatches). The zero Effects is empty and
 // ready; it is not safe for concurrent use.
 type Effects struct {
 	list  []Effect          // in first-use order
@@ -36,6 +37,7 @@ type effectKey struct {
 	ent    effectEntity
 	lists  *ListGenerations
 	filter FilterWriter
+	list   string // a PatchFromLog's list id
 }
 
 // SetLSN records that the effects follow writes up to position lsn (a
@@ -77,9 +79,20 @@ func (w *Effects) add(e Effect) {
 	if len(e.ids) == 0 {
 		return
 	}
+	if e.kind == effectPatchLog { // one script call per list, its lines in order
+		k := effectKey{kind: e.kind, lists: e.lists, list: e.ids[0]}
+		w.n += len(e.lines)
+		if i, ok := w.index[k]; ok {
+			w.list[i].lines = append(w.list[i].lines, e.lines...)
+			return
+		}
+		e.lines = slices.Clone(e.lines)
+		w.keep(k, e)
+		return
+	}
 	e.ids = slices.Clone(e.ids)
 	w.n += len(e.ids)
-	if e.kind == effectPatch || e.kind == effectStoreIfVersion {
+	if e.kind == effectPatch || e.kind == effectStoreIfVersion || e.kind == effectStoreFromLog {
 		w.list = append(w.list, e)
 		return
 	}
@@ -98,6 +111,49 @@ func (w *Effects) keep(k effectKey, e Effect) {
 	}
 	w.index[k] = len(w.list)
 	w.list = append(w.list, e)
+}
+
+// JoinPatches makes the Patches of w that compare one list with the same
+// value one Patch, their lines in the order added: the writes of one
+// transaction, which Effects holds in the order they ran (two writes that
+// read one generation value would otherwise patch once and bump once).
+// Patches of different writes must not be joined: their order is not
+// known to be commit order.
+func (w *Effects) JoinPatches() {
+	type target struct {
+		lists    *ListGenerations
+		id, seen string
+	}
+	at := map[target]int{}
+	list, lsn := w.list, w.lsn
+	*w = Effects{lsn: lsn}
+	for _, e := range list {
+		if e.kind == effectPatch {
+			k := target{e.lists, e.ids[0], e.seen}
+			if i, ok := at[k]; ok {
+				w.list[i].lines = append(w.list[i].lines, e.lines...)
+				w.n += len(e.ids)
+				continue
+			}
+			at[k] = len(w.list)
+			e.lines = slices.Clone(e.lines)
+		}
+		w.add(e)
+	}
+}
+
+// BumpPatches replaces each Patch of w by a Bump of its list: the work
+// of writes whose COMMIT may not have happened, where a line would place
+// a row as a change that may not exist left it.
+func (w *Effects) BumpPatches() {
+	list, lsn := w.list, w.lsn
+	*w = Effects{lsn: lsn}
+	for _, e := range list {
+		if e.kind == effectPatch {
+			e = Bump(e.lists, e.ids...)
+		}
+		w.add(e)
+	}
 }
 
 // Merge appends o's effects to w's.

@@ -37,6 +37,12 @@ func (e *fakeEntity) setIfVersion(_ context.Context, id, _ string, _ any) (bool,
 	e.got = append(e.got, id)
 	return false, e.err
 }
+func (e *fakeEntity) storeFromLog(_ context.Context, id string, _ uint64, _ any) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, id)
+	return false, e.err
+}
 
 func invalidateFake(e *fakeEntity, ids ...string) Effect {
 	return Effect{kind: effectInvalidate, ent: e, ids: ids}

@@ -99,15 +99,6 @@ func (e *Entity[T]) key(id string) (string, error) {
 	return e.prefix + esc + "}", nil
 }
 
-// entryKey returns *key, set first from esc (the escaped id) if empty:
-// the reads build an entry key only once they need it.
-func (e *Entity[T]) entryKey(key *string, esc string) string {
-	if *key == "" {
-		*key = e.prefix + esc + "}"
-	}
-	return *key
-}
-
 // escapeID is id as it appears in keys.
 func escapeID(id string) (string, error) {
 	esc, err := keys.Escape(id)

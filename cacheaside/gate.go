@@ -67,7 +67,10 @@ func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err e
 	if g.recovering {
 		return toLoader, tk, nil
 	}
-	if g.health&holding != 0 && e.c.retry.holds(e.entryKey(key, esc)) {
+	if *key == "" && (g.health&holding != 0 || e.local == nil) {
+		*key = e.prefix + esc + "}" // a near cache hit builds none
+	}
+	if g.health&holding != 0 && e.c.retry.holds(*key) {
 		return toHeld, tk, nil
 	}
 	if l := e.local; l != nil {
@@ -77,6 +80,9 @@ func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err e
 		if ok, err := l.get(esc, &g.v); ok {
 			return toLocal, tk, err
 		}
+		if *key == "" {
+			*key = e.prefix + esc + "}"
+		}
 	}
 	if g.health&failing != 0 && !g.asked {
 		g.asked, g.down = true, !e.c.br.Allow()
@@ -84,9 +90,8 @@ func (g *readGate[T]) pass(key *string, esc string) (via route, tk ticket, err e
 	if g.down {
 		return toLoader, tk, nil
 	}
-	k := e.entryKey(key, esc)
 	if e.local != nil {
-		tk = e.local.ticket(k)
+		tk = e.local.ticket(*key)
 	}
 	return toRedis, tk, nil
 }

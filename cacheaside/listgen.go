@@ -65,7 +65,7 @@ const AllLists = "*"
 type ListStats struct {
 	Bumps     int64 // lists bumped: by Bump, or by a Patch that found its generation changed
 	Fallbacks int64 // bumps of AllLists, among Bumps
-	Patches   int64 // lines appended by Patch
+	Patches   int64 // lines appended by Patch and PatchFromLog
 }
 
 // Stats returns the counters of the effects done to g's lists.

@@ -56,12 +56,28 @@ func (g *ListGenerations) bump(ctx context.Context, ids []string, token func() s
 // matching ErrInvalidID, and nothing is sent. A Patch that fails returns
 // its error and queues nothing, as Bump does.
 func (g *ListGenerations) Patch(ctx context.Context, id, seen, line string) (patched bool, err error) {
+	return g.patch(ctx, id, seen, []string{line})
+}
+
+// patch is Patch of lines, appended in order, all or none.
+func (g *ListGenerations) patch(ctx context.Context, id, seen string, lines []string) (patched bool, err error) {
 	key, err := g.Key(id)
 	if err != nil {
 		return false, err
 	}
-	calls := []script.Call{{Script: listGenScript, Keys: []string{key},
-		Args: []any{newGenToken(), ms(ListGenerationTTL), line, seen, maxListPatches}}}
+	return g.appendLines(ctx, key, "patch", seen, lines)
+}
+
+// appendLines runs listgen.lua's mode ("patch" or "log") on the
+// generation at key: lines are appended if cmp (the value read before,
+// or the first line's position) holds, else the generation is bumped.
+func (g *ListGenerations) appendLines(ctx context.Context, key, mode, cmp string, lines []string) (appended bool, err error) {
+	args := make([]any, 0, 5+len(lines))
+	args = append(args, newGenToken(), ms(ListGenerationTTL), mode, cmp, maxListPatches)
+	for _, l := range lines {
+		args = append(args, l)
+	}
+	calls := []script.Call{{Script: listGenScript, Keys: []string{key}, Args: args}}
 	if err := g.write(ctx, "patch", calls, g.runAll); err != nil {
 		return false, err
 	}

@@ -28,10 +28,14 @@ import (
 // a version records UnknownLSN (its writer could not read its position),
 // and when a version records no write at all: created by a miss, it may
 // stand for a version Redis lost (a restart, a failover, an eviction)
-// with the position of a write the load must see. A loader that then
-// reads the source of truth itself may tell, with LSNRecorder, a position
-// its read saw; the fill stores it in those versions, so the next misses
-// of the ids know what to require again.
+// with the position of a write the load must see. A write over such a
+// version keeps it unknown, whatever position the write records: a late
+// one (the log's Invalidator applying a change older than a write that
+// completed) would otherwise lower what the next miss requires below the
+// lost version's. A loader that reads the source of truth itself may
+// tell, with LSNRecorder, a position its read saw; the fill stores it in
+// those versions, so the next misses of the ids know what to require
+// again.
 
 type writeLSNKey struct{}
 type requiredLSNKey struct{}
@@ -107,8 +111,9 @@ func lsnArg(lsn uint64) string {
 
 // tokenLSN returns the position a version token records: 0 for a version
 // written without one, UnknownLSN for a version created by a miss (no
-// write recorded since the version key began: see above) or that records
-// UnknownLSN.
+// write or fill recorded a position since the version key began: see
+// above) or that records UnknownLSN or "~" (what write.lua records for a
+// write over such a version).
 func tokenLSN(ver string) uint64 {
 	i := strings.LastIndexByte(ver, '@')
 	if i < 0 {

@@ -9,10 +9,11 @@ import (
 
 // An invalidation made with WithWriteLSN records its position in the id's
 // version; a later miss's loader sees it (Get under every strategy, and
-// GetMany), an invalidation with a lower position or none keeps the
-// higher one, a Set records it too, and an id never written (its version
-// created by a miss: Redis may have lost the one a write made) requires
-// UnknownLSN until a load tells the position it saw (LSNRecorder).
+// GetMany), an invalidation with a lower position keeps the higher one,
+// one with none makes it unknown, a Set records it too, and an id never
+// written (its version created by a miss: Redis may have lost the one a
+// write made) requires UnknownLSN until a load tells the position it saw
+// (LSNRecorder), writes made meanwhile included.
 func TestWriteLSN_reachesLoader(t *testing.T) {
 	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
@@ -50,18 +51,32 @@ func testWriteLSN(t *testing.T, e *Entity[user]) {
 	if got := get("a"); got != UnknownLSN {
 		t.Fatalf("never written: loader requires %X, want UnknownLSN", got)
 	}
-	if err := e.Invalidate(ctx, "a"); err != nil { // a write that records no position
+	// A write over a version created by a miss, whatever position it
+	// records, leaves it unknown: the version may stand for one Redis
+	// lost, with a higher position (write.lua).
+	for _, w := range []context.Context{ctx, WithWriteLSN(ctx, 0x10)} {
+		if err := e.Invalidate(w, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got := get("a"); got != UnknownLSN {
+			t.Fatalf("written over a version a miss created: loader requires %X, want UnknownLSN", got)
+		}
+	}
+	if err := e.Set(ctx, "z", user{ID: "z"}); err != nil { // a first version that records no position
 		t.Fatal(err)
 	}
-	if got := get("a"); got != 0 {
-		t.Fatalf("written without a position: loader requires %X, want 0", got)
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x20), "z"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("z"); got != 0x20 {
+		t.Fatalf("written at 20 over a version of no position: loader requires %X, want 20", got)
 	}
 	saw = 0x77
 	if got := get("n"); got != UnknownLSN {
 		t.Fatalf("never written: loader requires %X, want UnknownLSN", got)
 	}
 	saw = 0
-	if err := e.Invalidate(ctx, "n"); err != nil {
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x10), "n"); err != nil { // a late write
 		t.Fatal(err)
 	}
 	if got := get("n"); got != 0x77 {
@@ -73,30 +88,42 @@ func testWriteLSN(t *testing.T, e *Entity[user]) {
 	if got := get("n"); got != UnknownLSN {
 		t.Fatalf("after a write of unknown position the loader requires %X", got)
 	}
+	saw = 0x10 // "a"'s next load tells a position: its fill records it
+	if err := e.Invalidate(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("a"); got != UnknownLSN {
+		t.Fatalf("written over a version a miss created: loader requires %X, want UnknownLSN", got)
+	}
+	saw = 0
 	if err := e.Invalidate(WithWriteLSN(ctx, 0x2A0000FF), "a"); err != nil {
 		t.Fatal(err)
 	}
 	if got := get("a"); got != 0x2A0000FF {
 		t.Fatalf("after a write at 2A0000FF the loader requires %X", got)
 	}
-	for _, late := range []context.Context{WithWriteLSN(ctx, 0x100), ctx} {
-		if err := e.Invalidate(late, "a"); err != nil {
-			t.Fatal(err)
-		}
-		if got := get("a"); got != 0x2A0000FF {
-			t.Fatalf("a later invalidation with a lower position lowered it to %X", got)
-		}
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x100), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("a"); got != 0x2A0000FF {
+		t.Fatalf("a later invalidation with a lower position lowered it to %X", got)
+	}
+	if err := e.Invalidate(ctx, "z"); err != nil { // a write of no position: it may be any
+		t.Fatal(err)
+	}
+	if got := get("z"); got != UnknownLSN {
+		t.Fatalf("after a write that records no position the loader requires %X, want UnknownLSN", got)
 	}
 	if err := e.Set(WithWriteLSN(ctx, 0x3000000000), "b", user{ID: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Invalidate(ctx, "b"); err != nil {
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x10), "b"); err != nil {
 		t.Fatal(err)
 	}
 	if got := get("b"); got != 0x3000000000 {
 		t.Fatalf("after Set at 3000000000 the loader requires %X", got)
 	}
-	if err := e.Invalidate(ctx, "a", "b"); err != nil {
+	if err := e.Invalidate(WithWriteLSN(ctx, 0x10), "a", "b"); err != nil {
 		t.Fatal(err)
 	}
 	var many uint64

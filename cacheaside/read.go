@@ -3,6 +3,9 @@ package cacheaside
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"github.com/asidekit/asidekit/internal/keys"
 )
 
 // Get returns id's value: from Redis on a hit (one round trip), otherwise
@@ -26,13 +29,13 @@ import (
 // Gets of id in this process by group commit; fetch, the GET itself
 // (below); classifyFetched (classify.go), what the entry holds; and
 // decide (below), what the read does with it.
-// Beside them are leaf calls only: escapeID, redisResult (failopen.go),
-// the counters. A miss goes on in rebuild.go.
+// Beside them are leaf calls only: keys.Escape, redisResult
+// (failopen.go), the counters. A miss goes on in rebuild.go.
 func (e *Entity[T]) Get(ctx context.Context, id string, load Loader[T]) (T, error) {
 	var zero T
-	esc, err := escapeID(id)
+	esc, err := keys.Escape(id) // escapeID, inlined on the hit path
 	if err != nil {
-		return zero, err
+		return zero, fmt.Errorf("%w: %w", ErrInvalidID, err)
 	}
 	if load == nil {
 		return zero, errNilLoader

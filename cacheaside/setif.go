@@ -24,6 +24,11 @@ import (
 // ErrInvalidationPending, as Set's does. A value that cannot be stored (too
 // large, or the codec fails) is not stored: id is invalidated.
 func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (stored bool, err error) {
+	return e.storeIf(ctx, id, version, 0, v)
+}
+
+// storeIf is SetIfVersion (at 0) and storeFromLog (version unused).
+func (e *Entity[T]) storeIf(ctx context.Context, id, version string, at uint64, v T) (stored bool, err error) {
 	key, err := e.key(id)
 	if err != nil {
 		return false, err
@@ -42,7 +47,11 @@ func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (
 	defer e.local.wrote(ctx, key) // near cache: drop ours (and announce) once Redis has the write
 	// RunMany, not Run: after a commit the call shares the pipeline of the
 	// commit's other effects (script.Batch).
-	call := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: []any{token.New(), e.verPX, lsnArg(lsn), entry, px, version}}}
+	args := []any{token.New(), e.verPX, lsnArg(lsn), entry, px, version}
+	if at != 0 {
+		args = append(args, lsnArg(at))
+	}
+	call := []script.Call{{Script: writeScript, Keys: []string{key, key + ":ver"}, Args: args}}
 	err = script.RunMany(ctx, e.c.client, call)
 	n, _ := call[0].Cmd.Int()
 	if e.redisResult(ctx, err) == nil {

@@ -29,11 +29,9 @@ func TestWrite_appliedTwice(t *testing.T) {
 		}
 		return rn.Client.Get(ctx, key+":ver").Val()
 	}
-	if _, err := e.Version(ctx, "1"); err != nil { // a load's version
-		t.Fatal(err)
-	}
+	loadedVersion(t, e, "1")
 	first := run("resent", "00000000000000a0")
-	run("other", "")
+	run("other", "0000000000000010")
 	again := run("resent", "00000000000000a0")
 	if again == first {
 		t.Fatalf("the resent write brought back version %q, which a load may hold", first)

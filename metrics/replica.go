@@ -29,7 +29,9 @@ type ReadStatser interface {
 // a primary load). replica_errors_total counts loads that failed on a
 // replica and ran again on the primary. write_position_errors_total
 // counts the writes of the process whose commit position could not be
-// read (repo.UnknownLSN; the same for every repository of a process). lag_bytes is the
+// read (repo.UnknownLSN; the same for every repository of a process),
+// load_positions_total the queries of the primary's position after loads
+// of rows whose versions recorded none (also process-wide). lag_bytes is the
 // WAL distance the replica was behind at the last redirect for lag.
 // Without replicas every load is a primary load. A share of primary loads
 // that keeps rising points at a replica falling behind the write rate; a
@@ -51,6 +53,8 @@ func NewReadCollector(name string, src ReadStatser) prometheus.Collector {
 		func(s repo.ReadStats) float64 { return float64(s.ReplicaErrors) })
 	c.counter(c.desc("write_position_errors_total", "Writes of the process whose commit position could not be read on the primary (their rows load from the primary)."),
 		func(s repo.ReadStats) float64 { return float64(s.WritePositionErrors) })
+	c.counter(c.desc("load_positions_total", "Queries of the primary's WAL position after loads of rows whose versions recorded none (replicas, repo.Options.LogStores), in the process."),
+		func(s repo.ReadStats) float64 { return float64(s.LoadPositions) })
 	c.gauge(c.desc("lag_bytes", "WAL bytes a replica was behind the position a load needed, at the last redirect for lag."),
 		func(s repo.ReadStats) float64 { return float64(s.LagBytes) })
 	return c

@@ -21,7 +21,7 @@ func (f fixedReadStats) ReadStats() repo.ReadStats { return repo.ReadStats(f) }
 
 func TestReadCollector_matchesStats(t *testing.T) {
 	s := repo.ReadStats{ReplicaLoads: 9, PrimaryLoads: 5, RedirectedLag: 3, RedirectedUnavailable: 2, ReplicaErrors: 1, LagBytes: 4096,
-		RedirectedUnknown: 7, WritePositionErrors: 6}
+		RedirectedUnknown: 7, WritePositionErrors: 6, LoadPositions: 8}
 	reg := registry(t, metrics.NewReadCollector("users", fixedReadStats(s)))
 	for _, c := range []struct {
 		name   string
@@ -35,6 +35,7 @@ func TestReadCollector_matchesStats(t *testing.T) {
 		{"asidekit_reads_redirects_total", []string{"reason", "unknown"}, 7},
 		{"asidekit_reads_replica_errors_total", nil, 1},
 		{"asidekit_reads_write_position_errors_total", nil, 6},
+		{"asidekit_reads_load_positions_total", nil, 8},
 	} {
 		if got := gather(t, reg, c.name, append([]string{"repository", "users"}, c.labels...)...).value; got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -20,7 +20,9 @@ const maxParams = 65000
 // After the commit it does, for every row at once, what Create does: the
 // ids and unique-key values are added to the Bloom filters, and the ids
 // and unique values invalidated (clearing cached "not found" answers),
-// one pipelined call per filter and entity. Rows are checked as Create
+// one pipelined call per filter and entity; the lists of declared
+// queries that the rows join are patched (see "Cached queries" in the
+// package doc). Rows are checked as Create
 // checks them (ErrInvalidID) before anything is written. When T has a
 // gorm.DeletedAt, a soft-deleted row's primary key is taken over as by
 // Create, and a live row with the key fails the whole call with an error
@@ -45,8 +47,9 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 		}
 	}
 	return r.inTx(ctx, func(view *Repository[T, ID]) error {
+		seen := view.seenMany(ctx, func(int) *rowKeys { return nil }, vs)
 		for _, batch := range c.batches(vs) {
-			q := view.conn(ctx)
+			q := view.returning(view.conn(ctx), seen)
 			if c.softDel != nil {
 				q = q.Clauses(clause.OnConflict{
 					Columns:   []clause.Column{{Name: c.pk.DBName}},
@@ -66,7 +69,7 @@ func (r *Repository[T, ID]) CreateMany(ctx context.Context, vs []T) error {
 			}
 		}
 		for i := range vs {
-			if err := view.upkeep(ctx, nil, &vs[i], nil); err != nil {
+			if err := view.upkeep(ctx, nil, &vs[i], seen); err != nil {
 				return err
 			}
 		}
@@ -112,7 +115,15 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 			if err != nil {
 				return err
 			}
-			err = view.conn(ctx).Clauses(clause.OnConflict{
+			before := func(i int) *rowKeys {
+				if old == nil { // no unique key and no query: the row may have existed
+					return &rowKeys{}
+				}
+				id, _ := c.idOf(ctx, &batch[i])
+				return old[id]
+			}
+			seen := view.seenMany(ctx, before, batch)
+			err = view.returning(view.conn(ctx), seen).Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: c.pk.DBName}},
 				UpdateAll: true,
 			}).Create(&batch).Error
@@ -120,12 +131,7 @@ func (r *Repository[T, ID]) PutMany(ctx context.Context, vs []T) error {
 				return fmt.Errorf("repo: %s: put %d rows: %w", c.name, len(batch), err)
 			}
 			for i := range batch {
-				id, _ := c.idOf(ctx, &batch[i])
-				before := old[id]
-				if old == nil { // no unique key: the row may have existed
-					before = &rowKeys{}
-				}
-				if err := view.upkeep(ctx, before, &batch[i], nil); err != nil {
+				if err := view.upkeep(ctx, before(i), &batch[i], seen); err != nil {
 					return err
 				}
 			}

@@ -53,6 +53,9 @@ func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecod
 	c := f.c
 	ctx := context.Background()
 	rc := rowChange{earlierApplied: true, covered: ch.Covered} // the log comes in commit order
+	if ch.CommitLSN != 0 {
+		rc.log = &cacheaside.LogPos{LSN: ch.CommitLSN, Xid: ch.Xid}
+	}
 	// side returns the keys of row, whose primary key the log carries.
 	side := func(row rowchange.Row) *rowKeys {
 		k, lost := c.keysOfLog(ctx, row)
@@ -70,6 +73,12 @@ func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecod
 			return nil, fmt.Errorf("%w: %s: change without its new row", ErrInvalidID, c.name)
 		}
 		rc.after = side(ch.New)
+		if c.logStores && rc.log != nil && !rc.covered && rc.after.id != "" && !rc.after.idLost {
+			if row, ok := c.rowOfLog(ctx, ch.New); ok {
+				fill := cacheaside.StoreFromLog(c.ent, rc.after.id, ch.CommitLSN, row)
+				rc.fill = &fill
+			}
+		}
 	case rowchange.Delete:
 		if ch.Old == nil {
 			return nil, fmt.Errorf("%w: %s: delete without its old row", ErrInvalidID, c.name)

@@ -134,8 +134,7 @@
 // generation (a SET of a new token and a count): O(1) per write, however
 // many pages are cached.
 //
-// A write through the repository outside a transaction patches instead
-// of bumping, when every order column is an integer, a boolean or a time
+// A write through the repository patches instead of bumping, when every order column is an integer, a boolean or a time
 // (Go orders them as PostgreSQL does; a string column's order depends on
 // its collation): before its statement it reads the generations of the
 // lists it will change (one GET each, pipelined), and after its COMMIT it
@@ -174,21 +173,54 @@
 // generation before its COMMIT, so the upkeep of an earlier write that
 // comes after a later write's (its process was slow, or its Redis link
 // cut) finds the generation changed, and bumps. Writes in a transaction's
-// view and writes of unknown outcome bump: their COMMIT may not have
-// happened, and a line would list a change that may not exist. So do
-// Modify, UpdateColumns, the Many forms and InsertIfAbsent, and a write
+// view patch when the transaction commits (each read its generations
+// before its statement; the lines of one list that read the same value
+// go in one call, in the order of the writes); writes of unknown outcome,
+// and a transaction whose COMMIT's outcome is unknown, bump: their COMMIT
+// may not have happened, and a line would list a change that may not
+// exist. CreateMany and PutMany patch as a transaction's writes do (one
+// read of each list's generation before their statements, the rows read
+// back with RETURNING: an upsert keeps created_at). Modify, UpdateColumns
+// and InsertIfAbsent bump, and so does a write
 // whose row has an order time finer than a microsecond (PostgreSQL would
 // round it) or at a UTC offset other than 0 (a timestamp column without
 // time zone keeps the wall clock).
 //
+// Changes repo/cdc reads from the log patch too, when the log gives the
+// row's place on both sides (an INSERT, a DELETE or an UPDATE with
+// REPLICA IDENTITY FULL or of a remembered row), one script call per list
+// and batch (cacheaside.PatchFromLog). They come by the CDC lag: a window
+// loaded meanwhile may hold the change and a later one of the same row
+// too, a repository write that has returned among them, and the line
+// would take the row back. So a log line names its transaction, a window
+// on PostgreSQL is read with the snapshot of its own SELECT (joined to
+// pg_current_snapshot()), and a reader applies a log line only if that
+// snapshot did not see the line's transaction: a window that saw it holds
+// it and whatever of the same row followed (a later writer of a row waits
+// for the earlier one's lock, so it becomes visible after it). Log lines
+// are appended only to a generation that carries nothing but log lines,
+// in commit-position order; after a writer's line, or for a batch sent
+// again, the Invalidator bumps. A window read without a snapshot (SQLite)
+// cannot take a log line: its page is read alone.
+//
 // The limits: a write's old filter values are read before the write
 // (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a
-// repository with queries). In a transaction on PostgreSQL that read
-// locks the row; outside one, two writers that move the same row at the
-// same moment may leave the list the row passed through stale until a
-// later write that moves the row into or out of that list, or the page's
-// TTL: run such writes in a
-// Transaction. The rows of a page are read after its ids, so a row
+// repository with queries or unique keys). In a transaction on
+// PostgreSQL that read locks the row. Outside one the write's statement
+// is guarded instead: it changes the row only while the columns read
+// still hold what was read (one equality each in its WHERE; an upsert's
+// DO UPDATE … WHERE), and a statement that matched no row because a
+// concurrent writer changed them meanwhile runs again in a Transaction of
+// its own (BEGIN, the locked read, the statement, COMMIT). Without it a
+// writer that puts a row back where it read it would look unmoved and
+// patch nothing, and the other writer's later line would take the row
+// back. The Many forms run in a transaction of their own, whose read
+// locks the rows. Columns of types that "=" may not compare (JSON,
+// geometric, custom) and serialized ones are not guarded: two writers
+// that move the same row at the same moment through such a column may
+// leave the list the row passed through stale until a later write that
+// moves the row into or out of that list, or the page's TTL: run such
+// writes in a Transaction. The rows of a page are read after its ids, so a row
 // changed meanwhile comes as it is now, and one deleted meanwhile is left
 // out. Filter values may not be nil (lists of NULL are not cached) and
 // order columns may not hold NULL. A filter value of the wrong type or

@@ -176,6 +176,10 @@ func (c *core[T, ID]) keysBy(ctx context.Context, strict bool, set func(f *schem
 		}
 	}
 	qs := c.lists.all()
+	if len(qs) > 0 && k.id != "" {
+		id, _ := c.idOf(ctx, rv.Addr().Interface().(*T))
+		k.idJSON = idJSON(id)
+	}
 	k.lists = make([]listKey, len(qs))
 	for i, q := range qs {
 		s, err := states(q.cols)
@@ -194,23 +198,30 @@ func (c *core[T, ID]) keysBy(ctx context.Context, strict bool, set func(f *schem
 // and the result is the id alone ("the row may exist"); with them, nil
 // means the row is absent. In a transaction on PostgreSQL, with declared
 // queries, the row is locked (FOR UPDATE), so that no concurrent writer
-// can move it between this read and the write.
-func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (*rowKeys, error) {
+// can move it between this read and the write; outside a transaction the
+// guard returned makes the write's statement change the row only as read
+// (see guard).
+func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (*rowKeys, guard, error) {
 	if len(r.c.lookups) == 0 && r.c.lists.len() == 0 {
-		return &rowKeys{id: key}, nil
+		return &rowKeys{id: key}, nil, nil
 	}
 	var rows []T
 	if err := r.lockBefore(r.conn(ctx)).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
+		return nil, nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
 	}
 	if len(rows) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	uks, err := r.c.uniqueKeysOf(ctx, &rows[0])
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, reflect.ValueOf(&rows[0]).Elem())}, nil
+	rv := reflect.ValueOf(&rows[0]).Elem()
+	var g guard
+	if r.tx == nil {
+		g = r.c.guardOf(ctx, rv)
+	}
+	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, rv)}, g, nil
 }
 
 // readBeforeMany is readBefore for the rows of batch, with one SELECT …

@@ -43,15 +43,18 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 	if err := r.c.checkUniques(ctx, v, columns...); err != nil {
 		return err
 	}
-	before, err := r.readBefore(ctx, id, key)
+	before, g, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
 	}
 	var rows []T
-	res := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
+	res := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update columns", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, r.c.valuesOf(ctx, v, columns))})
+	}
+	if (res.RowsAffected == 0 || len(rows) == 0) && g != nil { // the row changed since it was read
+		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.UpdateColumns(ctx, v, columns...) })
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		return notFoundErr(r.c.name, key)
@@ -99,12 +102,12 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	if err := r.c.checkSet(cols); err != nil {
 		return zero, err
 	}
-	before, err := r.readBefore(ctx, id, key)
+	before, g, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return zero, err
 	}
 	var rows []T
-	q := r.conn(ctx).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
+	q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
 	for _, w := range where {
 		q = q.Where(w)
 	}
@@ -112,6 +115,17 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	if res.Error != nil {
 		return zero, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
+	}
+	if (res.RowsAffected == 0 || len(rows) == 0) && g != nil {
+		// The row changed or went since it was read, or fails where: the
+		// run in a transaction tells which (a count now could find the
+		// row changed back, and call a changed row a failed condition).
+		var row T
+		err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
+			row, err = tx.Modify(ctx, id, set, where...)
+			return err
+		})
+		return row, err
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		var n int64

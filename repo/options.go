@@ -83,6 +83,22 @@ type Options struct {
 	// invalidate the row, and the next read loads it.
 	WriteThrough bool
 
+	// LogStores makes repo/cdc store the row a change left, decoded from
+	// the database's log, instead of invalidating it, where the row is no
+	// older than any write that completed (its version records a position
+	// at or before the change: cacheaside.StoreFromLog): the next read of
+	// a row changed with plain SQL is a hit, not a load. It costs one
+	// query of the primary's WAL position after a load of a row whose
+	// version records none (as Options.ReadDB already does), and it only
+	// stores rows whose every column the log carries and decodes exactly
+	// as a load reads it (columns of boolean, integer, double, text,
+	// varchar, char, bytea, uuid, date and timestamp types into fields of
+	// the matching Go kinds, without a serializer; no AfterFind hook); any
+	// other change invalidates as without it. Set it in every process: one
+	// without it only makes the Invalidator store less, never wrongly.
+	// PostgreSQL only. Default false.
+	LogStores bool
+
 	// ReadDB, when set, is a read-only *gorm.DB on a streaming replica of
 	// the primary: cache misses of Get and GetMany load from it when it
 	// has replayed every write they must see (see ReadStats and "Read

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -14,6 +15,7 @@ import (
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/faultproxy"
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/repo"
 )
 
@@ -148,10 +150,9 @@ const (
 	byModify
 )
 
-// checkUnknownUpdate moves a cached row to another category with the
-// reply to the COMMIT lost, then reads the row and both categories'
-// cached lists; how says which write moves it.
-func checkUnknownUpdate(t *testing.T, how int) (problems []string) {
+// lossyItems is a test's qitems repository, with its by-category query,
+// on a lossy pool.
+func lossyItems(t *testing.T) (*env, lossy, *repo.Repository[qitem, int64], *repo.Query[qitem, int64]) {
 	e := newEnv(t)
 	if err := e.db.AutoMigrate(&qitem{}); err != nil {
 		t.Fatal(err)
@@ -162,6 +163,14 @@ func checkUnknownUpdate(t *testing.T, how int) (problems []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, l, items, q
+}
+
+// checkUnknownUpdate moves a cached row to another category with the
+// reply to the COMMIT lost, then reads the row and both categories'
+// cached lists; how says which write moves it.
+func checkUnknownUpdate(t *testing.T, how int) (problems []string) {
+	e, l, items, q := lossyItems(t)
 	ctx := context.Background()
 	for _, it := range []qitem{{ID: 1, CategoryID: 1, CreatedAt: t0, Price: 100}, {ID: 2, CategoryID: 2, CreatedAt: t0, Price: 100}} {
 		if err := items.Create(ctx, &it); err != nil {
@@ -244,4 +253,64 @@ func TestWrite_unknownOutcome_failsWithoutRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Transaction whose COMMIT is lost on its way (the server rolls back,
+// the client sees its connection break) has an unknown outcome: its
+// upkeep runs as if it had committed, but its lists are bumped, not
+// patched, since a line would list the row where the table never had it.
+// The transaction moves a row from list 1 to list 2 and renumbers another
+// in list 2; both lists must read as the table, unchanged.
+func TestTransaction_lostCommitBumps(t *testing.T) {
+	t.Parallel()
+	if problems := playLostCommit(t); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+}
+
+// With the lists patched anyway the same play lists rows the table never
+// held. (Not parallel: the switch is process-wide.)
+func TestTransaction_lostCommitBumps_failsPatched(t *testing.T) {
+	testswitch.UnknownBumpOff.Store(true)
+	defer testswitch.UnknownBumpOff.Store(false)
+	problems := playLostCommit(t)
+	if len(problems) == 0 {
+		t.Fatal("the lists are right with the lost COMMIT's lines applied: the test proves nothing")
+	}
+	t.Log(problems)
+}
+
+func playLostCommit(t *testing.T) (problems []string) {
+	e, l, items, q := lossyItems(t)
+	ctx := context.Background()
+	for _, it := range []qitem{{ID: 1, CategoryID: 1, CreatedAt: t0, Price: 1}, {ID: 2, CategoryID: 2, CreatedAt: t0, Price: 1},
+		{ID: 3, CategoryID: 2, CreatedAt: t0.Add(time.Minute), Price: 1}} {
+		if err := items.Create(ctx, &it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cat := range []int64{1, 2} {
+		listIDs(t, q, cat, 10) // cached windows: the lines would patch them
+	}
+	before := q.Stats()
+	l.p.DropCommits()
+	err := repo.Transaction(ctx, l.db, func(tx *repo.Tx) error {
+		if err := items.WithTx(tx).Update(ctx, &qitem{ID: 1, CategoryID: 2, CreatedAt: t0.Add(time.Hour), Price: 1}); err != nil {
+			return err
+		}
+		return items.WithTx(tx).Update(ctx, &qitem{ID: 2, CategoryID: 2, CreatedAt: t0.Add(2 * time.Hour), Price: 1})
+	})
+	l.p.Heal()
+	if err == nil || l.p.Dropped() == 0 {
+		t.Fatalf("Transaction = %v with %d COMMITs dropped; want an error, the COMMIT lost", err, l.p.Dropped())
+	}
+	if d := q.Stats().Invalidations - before.Invalidations; d == 0 {
+		t.Fatal("the transaction of unknown outcome did nothing to the lists")
+	}
+	for _, cat := range []int64{1, 2} {
+		if got, want := listIDs(t, q, cat, 10), sqlIDs(t, e, cat); !slices.Equal(got, want) {
+			problems = append(problems, fmt.Sprintf("list %d = %v, the table's %v", cat, got, want))
+		}
+	}
+	return problems
 }

@@ -1,6 +1,9 @@
 package repo
 
-import "github.com/asidekit/asidekit/cacheaside"
+import (
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
+)
 
 // This file holds the one rule of what a committed row change does to the
 // cache. Every writer (Create, Put, Update, Delete, the Many forms,
@@ -20,6 +23,9 @@ type rowKeys struct {
 	// decoded, a row without its key): id is "", and the change takes
 	// the safe path (see planChange).
 	idLost bool
+	// idJSON is the primary key as JSON, for a list's patch line: set by
+	// keysOfLog when the repository has declared queries, else "".
+	idJSON string
 }
 
 // listKey is a row's place in one declared query: where encodes its
@@ -32,8 +38,11 @@ type listKey struct {
 	ok          bool
 	// order is the row's order key in the list (orderKey), "" when it has
 	// none (the query is not patchable, a value is inexact, the row is
-	// soft-deleted): a write then bumps the list instead of patching it.
+	// soft-deleted): a write then bumps the list instead of patching it,
+	// unless the row is gone.
 	order string
+	// gone says that the row is soft-deleted: it is in none of the lists.
+	gone bool
 }
 
 // oldKey is a row's key in one lookup; ok is false when the value is
@@ -71,6 +80,11 @@ type rowChange struct {
 	// than bumped (see patchOf). nil for every other change.
 	seen   []map[string]string
 	idJSON string
+	// log is where a change read from the database's log (repo/cdc)
+	// committed, nil for every other change: a list whose place of the row
+	// is known on both sides is patched from it (cacheaside.PatchFromLog)
+	// rather than bumped.
+	log *cacheaside.LogPos
 	// fill, when set, is the effect that stores the row after the change
 	// (cacheaside.StoreIfVersion of after.id), done instead of
 	// invalidating it; nil for every other change.
@@ -239,24 +253,53 @@ func planLists(p *plan, ch rowChange, n int) {
 
 // patchOf returns the patch of the list where of query i that ch makes,
 // and the generation its writer read before the COMMIT; ok is false when
-// the list is to be bumped: no generation read, no order key for the
-// row's new place, or a change of primary key.
+// the list is to be bumped: no generation read, or no line (lineOf).
 func (ch rowChange) patchOf(i int, where string) (line, seen string, ok bool) {
-	if i >= len(ch.seen) || ch.idJSON == "" {
+	if i >= len(ch.seen) {
 		return "", "", false
 	}
 	if seen, ok = ch.seen[i][where]; !ok {
 		return "", "", false
 	}
+	line, ok = ch.lineOf(i, where, ch.idJSON)
+	return line, seen, ok
+}
+
+// logPatchOf returns the patch of the list where of query i that ch, a
+// change read from the log, makes; ok is false when the list is to be
+// bumped: ch is not from the log, or has no line (lineOf).
+func (ch rowChange) logPatchOf(i int, where string) (line string, ok bool) {
+	if ch.log == nil || testswitch.LogPatchesOff.Load() {
+		return "", false
+	}
+	idJSON := ""
+	switch {
+	case ch.after != nil:
+		idJSON = ch.after.idJSON
+	case ch.before != nil:
+		idJSON = ch.before.idJSON
+	}
+	return ch.lineOf(i, where, idJSON)
+}
+
+// lineOf returns the patch line of the list where of query i that ch
+// makes, the row's primary key being idJSON: the row at its order key
+// there, or out of the list. ok is false when the list is to be bumped:
+// no primary key, a change of primary key, or a row in the list without
+// an order key.
+func (ch rowChange) lineOf(i int, where, idJSON string) (line string, ok bool) {
+	if idJSON == "" {
+		return "", false
+	}
 	before, after := ch.before, ch.after
 	if before != nil && after != nil && before.id != "" && before.id != after.id {
-		return "", "", false
+		return "", false
 	}
-	if after != nil && i < len(after.lists) && after.lists[i].where == where {
+	if after != nil && i < len(after.lists) && after.lists[i].where == where && !after.lists[i].gone {
 		if after.lists[i].order == "" {
-			return "", "", false
+			return "", false
 		}
-		return patchLine(ch.idJSON, after.lists[i].order), seen, true
+		return patchLine(idJSON, after.lists[i].order), true
 	}
-	return patchLine(ch.idJSON, ""), seen, true // the row left the list
+	return patchLine(idJSON, ""), true // the row left the list, or is soft-deleted
 }

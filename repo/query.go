@@ -68,12 +68,13 @@ type QueryStats struct {
 	Hits   uint64 // pages and counts served from Redis
 	Misses uint64 // pages and counts not in Redis
 	Loads  uint64 // pages and counts loaded from the database
-	// Invalidations counts the lists changed by writes: generation bumps
-	// (of one filter value's lists, or of all lists) and patches.
+	// Invalidations counts the changes writes made to lists: generation
+	// bumps (of one filter value's lists, or of all lists) and lines
+	// patched.
 	// Fallbacks counts the bumps of all lists: a change whose old filter
-	// values were unknown, or a TRUNCATE. Patches counts the lists patched
-	// in place by a write through the repository (their pages stay
-	// cached).
+	// values were unknown, or a TRUNCATE. Patches counts the lines
+	// patched into lists in place by writes through the repository and by
+	// repo/cdc (their pages stay cached).
 	Invalidations, Fallbacks, Patches int64
 }
 
@@ -95,6 +96,10 @@ type queryEntry[ID comparable] struct {
 	// past the window.
 	K    []string `json:"k,omitempty"`
 	More bool     `json:"m,omitempty"`
+	// S is the database snapshot the window was read with (snapshot), on
+	// PostgreSQL: a line from the log is applied to the window only if the
+	// snapshot did not see its transaction.
+	S string `json:"s,omitempty"`
 }
 
 // NewQuery declares the query q on r and returns it. From then on every
@@ -466,8 +471,12 @@ func (q *Query[T, ID]) loadPage(ctx context.Context, args, after []any, offset, 
 }
 
 // loadWindow reads the first n rows after the cursor's row (ids and
-// order keys: a patchable page's window), and whether more follow.
+// order keys: a patchable page's window), and whether more follow; on
+// PostgreSQL with the snapshot it read them with (loadWindowSnapshot).
 func (q *Query[T, ID]) loadWindow(ctx context.Context, args, after []any, n int) (queryEntry[ID], error) {
+	if q.r.c.db.Dialector.Name() == "postgres" {
+		return q.loadWindowSnapshot(ctx, args, after, n)
+	}
 	rows, err := q.loadRows(ctx, args, after, 0, n+1)
 	if err != nil {
 		return queryEntry[ID]{}, err
@@ -489,6 +498,13 @@ func (q *Query[T, ID]) loadWindow(ctx context.Context, args, after []any, n int)
 // loadRows runs the query's SELECT of the primary key and the order
 // columns: limit rows after the cursor's row, or offset rows in.
 func (q *Query[T, ID]) loadRows(ctx context.Context, args, after []any, offset, limit int) ([]T, error) {
+	var rows []T
+	err := q.r.retryPlan(func() error { return q.selectRows(ctx, args, after, offset, limit).Find(&rows).Error })
+	return rows, err
+}
+
+// selectRows is loadRows' SELECT, not run.
+func (q *Query[T, ID]) selectRows(ctx context.Context, args, after []any, offset, limit int) *gorm.DB {
 	l := q.l
 	cols := make([]string, len(l.order))
 	by := make([]clause.OrderByColumn, len(l.order))
@@ -496,16 +512,12 @@ func (q *Query[T, ID]) loadRows(ctx context.Context, args, after []any, offset, 
 		cols[i] = f.DBName
 		by[i] = clause.OrderByColumn{Column: column(f), Desc: l.desc[i]}
 	}
-	var rows []T
-	err := q.r.retryPlan(func() error {
-		db := q.scope(ctx, args).Select(cols)
-		if after != nil {
-			db = db.Where(l.after(after))
-		}
-		if offset > 0 {
-			db = db.Offset(offset)
-		}
-		return db.Clauses(clause.OrderBy{Columns: by}).Limit(limit).Find(&rows).Error
-	})
-	return rows, err
+	db := q.scope(ctx, args).Select(cols)
+	if after != nil {
+		db = db.Where(l.after(after))
+	}
+	if offset > 0 {
+		db = db.Offset(offset)
+	}
+	return db.Clauses(clause.OrderBy{Columns: by}).Limit(limit)
 }

@@ -99,8 +99,9 @@ func queryHistory(t *testing.T) (stale int, patches int64) {
 		rs, qs = append(rs, r), append(qs, q)
 	}
 	h := &listHistory{rows: map[int64]histRow{}, started: map[int64]int{}, completed: map[int64]int{}}
-	// Each writer owns its rows (outside a transaction, concurrent writers
-	// of one row may move it between lists unseen: see the package doc).
+	// Each writer owns its rows: the model orders a row's writes by their
+	// return, the table by their COMMIT (concurrent writers of one row:
+	// TestGuard_concurrentMoveBack).
 	for w := range writers {
 		for i := range perOwner {
 			id := int64(w*perOwner + i + 1)
@@ -128,11 +129,34 @@ func queryHistory(t *testing.T) (stale int, patches int64) {
 				it := qitem{ID: id, CategoryID: cur.cat, CreatedAt: cur.created, Price: rand.Int64N(100)}
 				h.begin(id)
 				var err error
-				switch op := rand.IntN(5); {
+				switch op := rand.IntN(6); {
 				case !cur.live:
 					next = histRow{cat: rand.Int64N(cats), created: t0.Add(time.Duration(rand.IntN(5)) * time.Minute), live: true}
 					it.CategoryID, it.CreatedAt = next.cat, next.created
-					err = r.Create(ctx, &it)
+					if op < 3 {
+						err = r.Create(ctx, &it)
+					} else {
+						err = r.CreateMany(ctx, []qitem{it})
+					}
+				case op == 5: // this row and another of the writer's, in one PutMany
+					id2 := int64(w*perOwner + (int(id-1)%perOwner+1+rand.IntN(perOwner-1))%perOwner + 1)
+					h.mu.Lock()
+					cur2 := h.rows[id2]
+					h.mu.Unlock()
+					next.cat = rand.Int64N(cats)
+					next2 := histRow{cat: rand.Int64N(cats), created: cur2.created, live: true}
+					if !cur2.live { // inserted: at the time given
+						next2.created = t0.Add(time.Duration(rand.IntN(5)) * time.Minute)
+					}
+					// The times given to live rows are not what the rows keep.
+					it.CategoryID, it.CreatedAt = next.cat, t0.Add(time.Duration(rand.IntN(5))*time.Minute)
+					it2 := qitem{ID: id2, CategoryID: next2.cat, CreatedAt: t0.Add(time.Duration(rand.IntN(5)) * time.Minute), Price: 1}
+					if !cur2.live {
+						it2.CreatedAt = next2.created
+					}
+					h.begin(id2)
+					err = r.PutMany(ctx, []qitem{it, it2}) // an upsert keeps created_at
+					h.end(id2, next2, err == nil)
 				case op == 0:
 					next.live = false
 					err = r.Delete(ctx, id)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,12 @@ func (l *queryList) all() []*listQuery {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.qs
+}
+
+// patchable reports whether a declared query is patchable: writes then
+// read its generations before their statement.
+func (l *queryList) patchable() bool {
+	return slices.ContainsFunc(l.all(), func(q *listQuery) bool { return q.patchable })
 }
 
 func (l *queryList) len() int {
@@ -101,7 +108,8 @@ func (l *queryList) invalidateAll(ctx context.Context) error {
 // keyOf returns the place of the row rv in q.
 func (q *listQuery) keyOf(ctx context.Context, rv reflect.Value) listKey {
 	k := listKey{where: encodeValues(ctx, rv, q.where), rest: encodeValues(ctx, rv, q.cols), ok: true}
-	if q.patchable && (q.softDel == nil || isNull(q.softDel, ctx, rv)) {
+	k.gone = q.softDel != nil && !isNull(q.softDel, ctx, rv)
+	if q.patchable && !k.gone {
 		if vals := q.orderValues(ctx, rv); utcTimes(vals) {
 			k.order, _ = q.orderKey(vals)
 		}

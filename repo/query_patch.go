@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // This file holds list patches: how a write through the repository
@@ -147,9 +148,12 @@ type listRow[ID comparable] struct {
 
 // patchWindow applies the patch lines to the cached window e of a keyset
 // page whose rows come after the order key lower ("" for the first page)
-// and returns the page of size rows and whether a next page exists. ok is
-// false when a line does not parse, or when removals left the window too
-// few rows to tell the page: the caller loads it.
+// and returns the page of size rows and whether a next page exists. A
+// line from the log (cacheaside.PatchFromLog) is applied only if the
+// window's snapshot did not see its transaction. ok is false when a line
+// does not parse, when a line from the log comes to a window read without
+// a snapshot, or when removals left the window too few rows to tell the
+// page: the caller loads it.
 func patchWindow[ID comparable](e queryEntry[ID], lower string, size int, lines []string) (page []listRow[ID], more, ok bool) {
 	if len(e.K) != len(e.IDs) {
 		return nil, false, false
@@ -162,7 +166,21 @@ func patchWindow[ID comparable](e queryEntry[ID], lower string, size int, lines 
 	if e.More && len(rows) > 0 {
 		bound = rows[len(rows)-1].key
 	}
+	var snap *snapshot // e.S parsed, once a log line needs it
 	for _, line := range lines {
+		if xid, patch, logged := cacheaside.Logged(line); logged {
+			if snap == nil {
+				s, ok := parseSnapshot(e.S)
+				if !ok {
+					return nil, false, false // read without its snapshot
+				}
+				snap = &s
+			}
+			if snap.sees(xid) && !testswitch.LogSnapshotOff.Load() {
+				continue // the window holds the change already
+			}
+			line = patch
+		}
 		var id ID
 		key, idJSON := "", line[min(1, len(line)):]
 		if strings.HasPrefix(line, "+") {

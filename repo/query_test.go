@@ -27,10 +27,18 @@ var byCategory = repo.QueryOf{Name: "by_category", Where: []string{"category_id"
 // the by_category query.
 func (e *env) qitems(t *testing.T, cache *cacheaside.Cache) (*repo.Repository[qitem, int64], *repo.Query[qitem, int64]) {
 	t.Helper()
+	return e.qitemsWith(t, cache, repo.Options{})
+}
+
+// qitemsWith is qitems with the repository's options o (its ownership
+// shared).
+func (e *env) qitemsWith(t *testing.T, cache *cacheaside.Cache, o repo.Options) (*repo.Repository[qitem, int64], *repo.Query[qitem, int64]) {
+	t.Helper()
 	if err := e.db.AutoMigrate(&qitem{}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.New[qitem, int64](e.db, cache, &repo.Options{Ownership: repo.OwnershipShared})
+	o.Ownership = repo.OwnershipShared
+	r, err := repo.New[qitem, int64](e.db, cache, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +270,9 @@ func TestQuery_invalidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := loads(t, q, 3, 7, 9); got[3] != 2 || got[7] != 0 || got[9] != 2 {
+	// Patched at the COMMIT (the pages stay; the counts reload), the two
+	// lines of list 9 in one call.
+	if got := loads(t, q, 3, 7, 9); got[3] != 1 || got[7] != 0 || got[9] != 1 {
 		t.Fatalf("after a committed move 9 -> 3 and a delete in 9, loads = %v", got)
 	}
 	for _, c := range []int64{3, 7, 9} {
@@ -281,6 +291,39 @@ func TestQuery_invalidation(t *testing.T) {
 	}
 	if got, want := listIDs(t, q, 9, 10), sqlIDs(t, e, 9); !slices.Equal(got, want) || got[0] != v.ID {
 		t.Fatalf("list 9 = %v, want %v", got, want)
+	}
+
+	// The Many forms patch too: one read of each list's generation before
+	// the statements, the lines of one list in one call at the COMMIT.
+	st := q.Stats()
+	more := []qitem{{ID: 100, CategoryID: 3, CreatedAt: t0.Add(2 * time.Hour), Price: 1},
+		{ID: 101, CategoryID: 3, CreatedAt: t0.Add(-time.Hour), Price: 1},
+		{ID: 102, CategoryID: 7, CreatedAt: t0, Price: 1}}
+	if err := r.CreateMany(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 1 || got[7] != 1 || got[9] != 0 {
+		t.Fatalf("after CreateMany into 3 and 7, loads = %v, want 1, 1, 0 (the counts; the pages are patched)", got)
+	}
+	more[0].CategoryID = 9                    // a move 3 -> 9
+	more[2].CreatedAt = t0.Add(3 * time.Hour) // kept: an upsert keeps created_at
+	if err := r.PutMany(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if !more[2].CreatedAt.Equal(t0) {
+		t.Fatalf("PutMany left created_at %v in the row it returned, the table keeps %v", more[2].CreatedAt, t0)
+	}
+	if got := loads(t, q, 3, 7, 9); got[3] != 1 || got[7] != 0 || got[9] != 1 {
+		t.Fatalf("after PutMany moving 3 -> 9, loads = %v, want 1, 0, 1", got)
+	}
+	if now := q.Stats(); now.Patches-st.Patches != 5 || now.Invalidations-st.Invalidations != 5 {
+		t.Fatalf("the Many forms appended %d lines and bumped %d generations, want 5 lines (2 to 3 and 1 to 7, then 1 to 3 and 1 to 9) and no bump",
+			now.Patches-st.Patches, now.Invalidations-st.Invalidations-(now.Patches-st.Patches))
+	}
+	for _, c := range []int64{3, 7, 9} {
+		if got, want := listIDs(t, q, c, 3), sqlIDs(t, e, c); !slices.Equal(got, want) {
+			t.Fatalf("list %d = %v, want %v", c, got, want)
+		}
 	}
 }
 

@@ -114,6 +114,10 @@ type ReadStats struct {
 	// not be read on the primary (see UnknownLSN), in this process: every
 	// repository's and Transaction's, whichever repository reports it.
 	WritePositionErrors int64
+	// LoadPositions counts the queries of the primary's WAL position made
+	// after loads of rows whose versions recorded none (with replicas, or
+	// Options.LogStores: one query per such load), in this process.
+	LoadPositions int64
 }
 
 // reads routes a repository's loads; nil without replicas.
@@ -186,6 +190,7 @@ func (rd *reads) stats() ReadStats {
 		LagBytes:              rd.lagBytes.Load(),
 		RedirectedUnknown:     rd.unknown.Load(),
 		WritePositionErrors:   writePosErrors.Load(),
+		LoadPositions:         loadPositions.Load(),
 	}
 }
 
@@ -317,17 +322,22 @@ func (rd *reads) run(ctx context.Context, primary *gorm.DB, query func(*gorm.DB)
 // on the primary, the primary's position read after it: at or past every
 // write its miss could have to see, whose position Redis may have lost.
 // The fill records it in the ids' versions, so that their next misses
-// may load from a replica again (cacheaside.LSNRecorder). It costs one
-// query on the primary, made only when the load's values will be stored.
+// may load from a replica again, and repo/cdc may store their rows from
+// the log (cacheaside.LSNRecorder, Options.LogStores). It costs one query
+// on the primary, made only when the load's values will be stored.
 func recordLoadLSN(ctx context.Context, primary *gorm.DB) {
 	rec := cacheaside.LSNRecorder(ctx)
 	if rec == nil || testswitch.ReplicaLSNOff.Load() {
 		return
 	}
+	loadPositions.Add(1)
 	if lsn, err := primaryLSN(ctx, primary); err == nil {
 		rec(lsn)
 	}
 }
+
+// loadPositions counts recordLoadLSN's queries (ReadStats.LoadPositions).
+var loadPositions atomic.Int64
 
 // route is a statement's routing, carried by its context to routeRead.
 type route struct {
@@ -353,8 +363,15 @@ func (c *core[T, ID]) primary(ctx context.Context) *gorm.DB {
 // load runs query, a load of a miss, on a replica when one may serve it
 // (see run), else on the primary; in a transaction, on the transaction.
 func (r *Repository[T, ID]) load(ctx context.Context, query func(*gorm.DB) error) error {
-	if r.tx != nil || r.c.reads == nil {
+	if r.tx != nil {
 		return query(r.conn(ctx))
+	}
+	if r.c.reads == nil {
+		err := query(r.conn(ctx))
+		if err == nil && r.c.logStores { // the position repo/cdc's stores compare with (LogStores)
+			recordLoadLSN(ctx, r.c.db)
+		}
+		return err
 	}
 	return r.c.reads.run(ctx, r.c.db, query)
 }
@@ -417,7 +434,7 @@ func routeRead(db *gorm.DB) {
 func (r *Repository[T, ID]) ReadStats() ReadStats {
 	if r.c.reads == nil {
 		s := r.c.ent.Stats()
-		return ReadStats{PrimaryLoads: int64(s.Loads + s.LoadErrors)}
+		return ReadStats{PrimaryLoads: int64(s.Loads + s.LoadErrors), LoadPositions: loadPositions.Load()}
 	}
 	return r.c.reads.stats()
 }
@@ -496,15 +513,19 @@ func primaryLSN(ctx context.Context, db *gorm.DB) (uint64, error) {
 func afterCommitLSN(ctx context.Context, db *gorm.DB, w interface{ SetLSN(uint64) }) {
 	lsn := writeLSN(ctx, db)
 	rec := lsn
-	if rec == 0 && !unrecordedKnown.Load() {
+	if rec == 0 {
 		rec = UnknownLSN
+		if unrecordedKnown.Load() {
+			rec = 1 // a position every version's is at or past: trusted as none was
+		}
 	}
 	w.SetLSN(rec)
 	trackWrite(ctx, lsn)
 }
 
-// unrecordedKnown, set by tests only, records no position for a write
-// whose process has no replicas (the rule off).
+// unrecordedKnown, set by tests only, records position 1 for a write
+// whose process has no replicas, where it would record UnknownLSN (the
+// rule off: write.lua makes a write of no position unknown itself).
 var unrecordedKnown atomic.Bool
 
 // parseLSN parses PostgreSQL's text form of a WAL position, "X/Y" (two

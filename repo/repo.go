@@ -59,6 +59,9 @@ type core[T any, ID comparable] struct {
 	reportAfterCommit bool
 	// writeThrough is Options.WriteThrough, off for a T with AfterFind.
 	writeThrough bool
+	// logStores is Options.LogStores, off for a T with AfterFind, on
+	// a database other than PostgreSQL, or where logStorable says no.
+	logStores bool
 	// reads routes the loads of misses to replicas; nil without one.
 	reads *reads
 	// lists are the queries declared by NewQuery (the one field that
@@ -120,6 +123,7 @@ func New[T any, ID comparable](db *gorm.DB, cache *cacheaside.Cache, opts *Optio
 		reportAfterCommit: o.AfterCommitErrors,
 		writeThrough:      o.WriteThrough && !sch.AfterFind,
 	}
+	c.logStores = o.LogStores && !sch.AfterFind && db.Dialector != nil && db.Dialector.Name() == "postgres" && logStorable(sch)
 	c.claimErr = unchecked
 	if c.reads, err = newReads(db, o); err != nil {
 		return nil, err

@@ -53,10 +53,15 @@ func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *Tx) error, opts .
 		return err
 	}
 	after, cache := tx.finish()
+	after.JoinPatches() // its writes' patches of one list: one call, in order
 	switch {
 	case err == nil:
 	case fnErr == nil && unknownOutcome(err) && !testswitch.UnknownUpkeepOff.Load():
-		// fn succeeded and the COMMIT's outcome is unknown.
+		// fn succeeded and the COMMIT's outcome is unknown: its lists
+		// are bumped, not patched.
+		if !testswitch.UnknownBumpOff.Load() {
+			after.BumpPatches()
+		}
 		unknownUpkeep(ctx, db, cache, &after)
 		return err
 	default:

@@ -48,6 +48,8 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 		for _, where := range p.lists[i] {
 			if line, seen, ok := ch.patchOf(i, where); ok {
 				w.Add(cacheaside.Patch(q.gens.lg, where, seen, line))
+			} else if line, ok := ch.logPatchOf(i, where); ok && q.patchable {
+				w.Add(cacheaside.PatchFromLog(q.gens.lg, where, *ch.log, line))
 			} else {
 				w.Add(cacheaside.Bump(q.gens.lg, where))
 			}

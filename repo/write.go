@@ -44,12 +44,12 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	}
 	seen := r.seen(ctx, nil, v, key)
 	if !hasID || r.c.softDel == nil {
-		if err := r.returning(r.conn(ctx)).Create(v).Error; err != nil {
+		if err := r.returning(r.conn(ctx), seen).Create(v).Error; err != nil {
 			return r.writeFailed(ctx, wrapErr(r.c.name+": create", dbErr(err)), rowChange{after: r.c.keysWritten(ctx, v)})
 		}
 		return r.upkeep(ctx, nil, v, seen)
 	}
-	res := r.returning(r.conn(ctx)).Clauses(clause.OnConflict{
+	res := r.returning(r.conn(ctx), seen).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
 		UpdateAll: true,
 		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
@@ -81,15 +81,18 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	if err := r.c.checkUniques(ctx, v); err != nil {
 		return err
 	}
-	before, err := r.readBefore(ctx, id, key)
+	before, g, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
 	}
 	seen := r.seen(ctx, before, v, key)
-	res := r.returning(r.conn(ctx)).Select("*").Save(v)
+	res := g.on(r.returning(r.conn(ctx), seen)).Select("*").Save(v)
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysWritten(ctx, v)})
+	}
+	if res.RowsAffected == 0 && g != nil { // the row changed since it was read
+		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Update(ctx, v) })
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
@@ -120,9 +123,12 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err := r.c.checkUniques(ctx, v); err != nil {
 		return err
 	}
-	before, err := r.readBefore(ctx, id, key)
+	before, g, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
+	}
+	if before == nil && r.tx == nil { // read, and absent: the upsert must insert
+		g = absentGuard()
 	}
 	if before != nil && len(r.c.lookups) == 0 { // not read: the row may be new
 		before.id = ""
@@ -131,12 +137,16 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	// RETURNING reads back what the row holds now: on a conflict GORM
 	// stamps updated_at with a time of its own and keeps created_at, so v's
 	// fields would otherwise differ from the stored row.
-	err = r.conn(ctx).Clauses(clause.OnConflict{
+	res := r.conn(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: r.c.pk.DBName}},
 		UpdateAll: true,
-	}, clause.Returning{}).Create(v).Error
-	if err != nil {
-		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", dbErr(err)), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
+		Where:     g.where(),
+	}, clause.Returning{}).Create(v)
+	if res.Error != nil {
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", dbErr(res.Error)), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
+	}
+	if res.RowsAffected == 0 && g != nil { // the row changed, or came, since it was read
+		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
 	}
 	return r.upkeep(ctx, before, v, seen)
 }
@@ -153,14 +163,17 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	if err != nil {
 		return err
 	}
-	before, err := r.readBefore(ctx, id, key)
+	before, g, err := r.readBefore(ctx, id, key)
 	if err != nil {
 		return err
 	}
 	seen := r.seen(ctx, before, nil, "")
-	res := r.conn(ctx).Where(r.c.pkEq(id)).Delete(new(T))
+	res := g.on(r.conn(ctx)).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": delete", res.Error), rowChange{before: r.existing(before, key)})
+	}
+	if res.RowsAffected == 0 && g != nil { // the row changed since it was read
+		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Delete(ctx, id) })
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)

@@ -22,7 +22,10 @@ import (
 //   - slow: each chunk is delayed, in both directions;
 //   - drop commit reply (PostgreSQL): a connection that sends a COMMIT
 //     has it delivered, then loses the server's reply and is closed, so
-//     the client cannot tell whether its transaction committed.
+//     the client cannot tell whether its transaction committed;
+//   - drop commit (PostgreSQL): a connection that sends a COMMIT loses it
+//     and is closed: the server rolls back, and the client cannot tell
+//     either.
 type Proxy struct {
 	ln       net.Listener
 	upstream string
@@ -31,11 +34,11 @@ type Proxy struct {
 	cut     bool
 	stall   bool
 	delay   time.Duration
-	drop    bool
+	drop    drop
 	changed chan struct{} // closed and replaced on every change
 	conns   map[*link]struct{}
 
-	dropped atomic.Int64 // replies dropped after a COMMIT
+	dropped atomic.Int64 // COMMITs, or replies after one, dropped
 	wg      sync.WaitGroup
 }
 
@@ -146,8 +149,14 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, up bool) {
 		if !p.hold(l) {
 			return
 		}
-		if up && p.dropping() && bytes.Contains(bytes.ToLower(chunk), []byte("commit")) {
-			l.dropReply.Store(true)
+		if up && bytes.Contains(bytes.ToLower(chunk), []byte("commit")) {
+			switch p.dropping() {
+			case dropReply:
+				l.dropReply.Store(true)
+			case dropRequest: // never delivered: the server rolls back when the link closes
+				p.dropped.Add(1)
+				return
+			}
 		}
 		if !up && l.dropReply.Load() {
 			p.dropped.Add(1)
@@ -198,7 +207,16 @@ func (p *Proxy) Links() int {
 	return len(p.conns)
 }
 
-func (p *Proxy) dropping() bool {
+// drop is what a connection that sends a COMMIT loses.
+type drop int
+
+const (
+	dropNone    drop = iota
+	dropReply        // the server's reply
+	dropRequest      // the COMMIT itself
+)
+
+func (p *Proxy) dropping() drop {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.drop
@@ -229,14 +247,19 @@ func (p *Proxy) Slow(d time.Duration) { p.set(func() { p.delay = d }) }
 
 // DropCommitReplies makes connections that send a COMMIT lose the reply
 // and close, until Heal.
-func (p *Proxy) DropCommitReplies() { p.set(func() { p.drop = true }) }
+func (p *Proxy) DropCommitReplies() { p.set(func() { p.drop = dropReply }) }
+
+// DropCommits makes connections that send a COMMIT lose it and close,
+// until Heal: the transaction rolls back, its client cannot tell.
+func (p *Proxy) DropCommits() { p.set(func() { p.drop = dropRequest }) }
 
 // Heal ends every fault.
 func (p *Proxy) Heal() {
-	p.set(func() { p.cut, p.stall, p.delay, p.drop = false, false, 0, false })
+	p.set(func() { p.cut, p.stall, p.delay, p.drop = false, false, 0, dropNone })
 }
 
-// Dropped returns the number of replies dropped after a COMMIT.
+// Dropped returns the number of COMMITs, and of replies after one,
+// dropped.
 func (p *Proxy) Dropped() int64 { return p.dropped.Load() }
 
 // Close stops the proxy and waits for its goroutines.

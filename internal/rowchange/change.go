@@ -25,6 +25,11 @@ type Change struct {
 	// transactions, whose InvalidateAll refuses every load that began
 	// before it. Such a change needs only its filters' additions.
 	Covered bool
+	// CommitLSN and Xid name the change's transaction: where its commit
+	// record starts in the log, and its id (32 bits, as the log carries
+	// it). Zero when unknown.
+	CommitLSN uint64
+	Xid       uint32
 }
 
 // Row is one side of a change: the columns the log carries, each with its

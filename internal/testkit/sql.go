@@ -22,8 +22,8 @@ func CountSQL(tb testing.TB, db *gorm.DB) *SQLCounter {
 	tb.Helper()
 	c := &SQLCounter{}
 	rec := func(tx *gorm.DB) {
-		if tx.Error != nil && tx.Statement.SQL.Len() == 0 {
-			return
+		if tx.Error != nil && tx.Statement.SQL.Len() == 0 || tx.DryRun {
+			return // failed before it was built, or a subquery built, not run
 		}
 		c.mu.Lock()
 		c.stmts = append(c.stmts, tx.Statement.SQL.String())

@@ -14,3 +14,27 @@ var CDCListsOff atomic.Bool
 // change then queues only its filters' additions, and a row or mapping
 // cached before it stays as it was.
 var CoveredAlwaysOn atomic.Bool
+
+// LogPatchesOff makes repo/cdc bump every list a change moves a row in,
+// as before lists were patched from the log (cacheaside.PatchFromLog):
+// the baseline of asidebench query's asidekit_cdc.
+var LogPatchesOff atomic.Bool
+
+// LogSnapshotOff makes a reader of a cached query's list apply every line
+// repo/cdc appended to the list's generation, whether or not the window
+// it patches saw the line's transaction: a line of a change the window
+// holds already then takes back a later change of the same row.
+var LogSnapshotOff atomic.Bool
+
+// LogOrderOff makes repo/cdc append its lines to a list's generation
+// whatever the generation carries (cacheaside.PatchFromLog): a line of an
+// older transaction then lands after a repository write's own line, and
+// takes the row back on every window that did not see it.
+var LogOrderOff atomic.Bool
+
+// LogStoreCompareOff makes a row that repo/cdc stores from the log
+// (cacheaside.StoreFromLog) compare with the version's position as if the
+// change were the newest write: a change older than a write that completed
+// then stores its row over the newer one, whenever the version records a
+// position.
+var LogStoreCompareOff atomic.Bool

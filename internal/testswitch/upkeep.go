@@ -9,3 +9,15 @@ import "sync/atomic"
 // error with no invalidation, no list bump and no filter add or distrust,
 // as before the rule.
 var UnknownUpkeepOff atomic.Bool
+
+// BeforeGuardOff switches off the guard of a write's statement (package
+// repo, guard.go): a write outside a transaction then writes its row
+// whatever a concurrent writer changed since it read the row's list and
+// unique columns, and patches and invalidates for the row as it read it.
+var BeforeGuardOff atomic.Bool
+
+// UnknownBumpOff makes a Transaction whose COMMIT's outcome is unknown
+// patch its lists as if it had committed (package repo, tx.go), where it
+// bumps them: a COMMIT that did not happen then leaves lines that list
+// its rows where the table never had them.
+var UnknownBumpOff atomic.Bool

@@ -99,6 +99,7 @@ type applier struct {
 	warms   []table    // to warm after a recreated slot (lost inserts)
 	inTxn   bool
 	lsn     uint64    // replayed past it, a replica has the open transaction (cacheaside.Effects.SetLSN)
+	xid     uint32    // the open transaction's id
 	changes uint64    // row changes not yet applied
 	txns    uint64    // committed transactions not yet applied
 	end     LSN       // end of the last of them
@@ -154,6 +155,7 @@ func (a *applier) message(ctx context.Context, msg pglogrepl.Message) error {
 		// replay position is the end of a record, so one past it means
 		// the commit is replayed.
 		a.lsn = uint64(m.FinalLSN) + 1
+		a.xid = m.Xid
 		a.inv.ctr.behindSince.CompareAndSwap(0, m.CommitTime.UnixNano())
 	case *pglogrepl.InsertMessage:
 		return a.change(ctx, m.RelationID, msg)
@@ -224,6 +226,7 @@ func (a *applier) change(ctx context.Context, rel uint32, msg pglogrepl.Message)
 	// its InvalidateAll, run when they are (apply), drops every key of
 	// the table after this change too.
 	ch.Covered = slices.Contains(a.truncs, r.target) || testswitch.CoveredAlwaysOn.Load()
+	ch.CommitLSN, ch.Xid = a.lsn-1, a.xid
 	lost, err := r.target.Queue(&a.set, ch)
 	a.set.SetLSN(a.lsn)
 	if err != nil {

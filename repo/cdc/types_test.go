@@ -373,10 +373,21 @@ func TestInvalidator_fullIdentitySoftDelete(t *testing.T) {
 				out := map[int64]uint64{}
 				for _, c := range cats {
 					before := q.Stats().Loads
-					if _, _, err := q.List(ctx, repo.Page{Size: 10}, c); err != nil {
+					rows, _, err := q.List(ctx, repo.Page{Size: 10}, c)
+					if err != nil {
 						t.Fatal(err)
 					}
 					out[c] = q.Stats().Loads - before
+					var got, want []int64
+					for _, r := range rows {
+						got = append(got, r.ID)
+					}
+					if err := e.db.Model(&softItem{}).Where("category = ?", c).Order("touched DESC, id").Pluck("id", &want).Error; err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("list %d = %v, the table's %v", c, got, want)
+					}
 				}
 				return out
 			}
@@ -401,7 +412,10 @@ func TestInvalidator_fullIdentitySoftDelete(t *testing.T) {
 			}
 			step("UPDATE price of a live row", "UPDATE soft_items SET price = 2 WHERE id = 1", map[int64]uint64{0: 0, 1: 0})
 			step("UPDATE price of a soft-deleted row", "UPDATE soft_items SET price = 3 WHERE id = 6", map[int64]uint64{0: 0, 1: 0})
-			step("UPDATE touched of a live row", "UPDATE soft_items SET touched = now() WHERE id = 2", map[int64]uint64{0: 1, 1: 0})
+			// Patched from the log: the page stays, the row moves up.
+			step("UPDATE touched of a live row", "UPDATE soft_items SET touched = now() WHERE id = 2", map[int64]uint64{0: 0, 1: 0})
+			step("soft delete", "UPDATE soft_items SET deleted_at = now() WHERE id = 4", map[int64]uint64{0: 0, 1: 0})
+			step("undelete", "UPDATE soft_items SET deleted_at = NULL WHERE id = 6", map[int64]uint64{0: 0, 1: 0})
 		})
 	}
 }

@@ -11,6 +11,10 @@
 //
 //	ASIDEKIT_POSTGRES_DSN=… ASIDEKIT_REDIS_ADDR=… make pathcount PATHCOUNTFLAGS=-v
 //
+// It also counts the Redis round trips of each call (a command or a
+// pipeline sent, a go-redis hook), and of the Update those after its
+// COMMIT (a GORM callback marks it).
+//
 // It works in a database of its own (created and dropped) and a Redis
 // namespace of its own (deleted), on the servers the environment names.
 // Functions that run in the background at the same time (a Cache's own
@@ -31,8 +35,10 @@ import (
 	"runtime/coverage"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/guard/bloom"
@@ -60,6 +66,32 @@ type path struct {
 	call func(context.Context) error
 }
 
+// trips counts the Redis round trips of a client (a go-redis hook): all,
+// and those after the COMMIT of a write.
+type trips struct {
+	committed   atomic.Bool
+	all, commit atomic.Int64
+}
+
+func (t *trips) reset() { t.committed.Store(false); t.all.Store(0); t.commit.Store(0) }
+
+func (t *trips) trip() {
+	t.all.Add(1)
+	if t.committed.Load() {
+		t.commit.Add(1)
+	}
+}
+
+func (t *trips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (t *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { t.trip(); return next(ctx, cmd) }
+}
+
+func (t *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { t.trip(); return next(ctx, cmds) }
+}
+
 func run(verbose bool) error {
 	if os.Getenv("ASIDEKIT_POSTGRES_DSN") == "" || os.Getenv("ASIDEKIT_REDIS_ADDR") == "" {
 		return errors.New("set ASIDEKIT_POSTGRES_DSN and ASIDEKIT_REDIS_ADDR")
@@ -68,7 +100,8 @@ func run(verbose bool) error {
 		return fmt.Errorf("%w (build it with -cover -covermode=atomic: make pathcount)", err)
 	}
 	ctx := context.Background()
-	paths, cleanup, err := setup(ctx)
+	tr := &trips{}
+	paths, cleanup, err := setup(ctx, tr)
 	if err != nil {
 		return err
 	}
@@ -78,6 +111,7 @@ func run(verbose bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	counted := map[string][2]int64{} // the round trips of each path: all, after the COMMIT
 	for _, p := range paths {
 		d := filepath.Join(dir, p.name)
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -89,14 +123,16 @@ func run(verbose bool) error {
 		if err := coverage.ClearCounters(); err != nil {
 			return err
 		}
+		tr.reset()
 		if err := p.call(ctx); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		if err := coverage.WriteCountersDir(d); err != nil {
 			return err
 		}
+		counted[p.name] = [2]int64{tr.all.Load(), tr.commit.Load()}
 	}
-	fmt.Printf("%-16s %9s %5s\n", "path", "functions", "files")
+	fmt.Printf("%-16s %9s %5s %11s %17s\n", "path", "functions", "files", "redis_trips", "after_the_commit")
 	for _, p := range paths {
 		fns, err := ran(filepath.Join(dir, p.name))
 		if err != nil {
@@ -106,7 +142,8 @@ func run(verbose bool) error {
 		for _, f := range fns {
 			files[f.file] = true
 		}
-		fmt.Printf("%-16s %9d %5d\n", p.name, len(fns), len(files))
+		n := counted[p.name]
+		fmt.Printf("%-16s %9d %5d %11d %17d\n", p.name, len(fns), len(files), n[0], n[1])
 		if verbose {
 			for _, f := range fns {
 				fmt.Printf("    %s %s\n", f.file, f.name)
@@ -119,12 +156,21 @@ func run(verbose bool) error {
 // setup makes the repository, the list and the rows the paths need, and
 // runs each path once first, so that what is counted is a warm call
 // (scripts loaded, connections open, the row cached).
-func setup(ctx context.Context) ([]path, func(), error) {
+func setup(ctx context.Context, tr *trips) ([]path, func(), error) {
 	pg, drop, err := testcontainers.ExampleDatabase()
 	if err != nil {
 		return nil, nil, err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("ASIDEKIT_REDIS_ADDR")})
+	rdb.AddHook(tr)
+	err = pg.DB.Callback().Update().After("gorm:commit_or_rollback_transaction").Register("pathcount:committed", func(*gorm.DB) {
+		tr.committed.Store(true)
+	})
+	if err != nil {
+		_ = rdb.Close()
+		_ = drop()
+		return nil, nil, err
+	}
 	ns := "pathcount-" + token.New()
 	var closers []func() error
 	cleanup := func() {

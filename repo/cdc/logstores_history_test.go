@@ -1,0 +1,224 @@
+package cdc_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/testswitch"
+	"github.com/asidekit/asidekit/repo"
+	"github.com/asidekit/asidekit/repo/cdc"
+	"github.com/asidekit/asidekit/testcontainers"
+)
+
+// hrow is the row of the log-stores history: ver counts its writes.
+type hrow struct {
+	ID   int64  `gorm:"primaryKey"`
+	Ver  int64  `gorm:"not null"`
+	Name string `gorm:"not null"`
+}
+
+// Sizes of logStoresHistory.
+const (
+	hRows      = 3
+	hProcs     = 3
+	hReaders   = 2 // per process
+	hWritesPer = 30
+)
+
+// Rows from the log (Options.LogStores) where they meet repository writes:
+// three processes (one writing through) read a few rows back to back
+// while two writers change them with plain SQL (acknowledged once
+// Invalidator.Wait returned) and two with the repository's Modify
+// (acknowledged when it returned), and the Invalidator lags (0–3 ms after
+// each transaction it applies), so that it stores rows of changes older
+// than repository writes that completed. Every read must return a version
+// at least the newest acknowledged before it began. With the rule off
+// (a row from the log stored over any version that records a position)
+// the Invalidator's older rows overwrite the repository's newer ones:
+// reads find them within a few plays.
+func TestInvalidator_logStoresHistory(t *testing.T) {
+	t.Parallel()
+	pg := testcontainers.LogicalPostgres(t)
+	if err := pg.DB.AutoMigrate(&hrow{}); err != nil {
+		t.Fatal(err)
+	}
+	old, reads := logStoresHistory(t, pg, true)
+	if old != 0 {
+		t.Fatalf("rule on: %d of %d reads returned a row older than a write acknowledged before they began", old, reads)
+	}
+	t.Logf("rule on: 0 of %d reads old", reads)
+
+	testswitch.LogStoreCompareOff.Store(true)
+	defer testswitch.LogStoreCompareOff.Store(false)
+	for play := 1; play <= 10; play++ {
+		old, reads := logStoresHistory(t, pg, false)
+		t.Logf("rule off, play %d: %d of %d reads old", play, old, reads)
+		if old > 0 {
+			return
+		}
+	}
+	t.Fatal("rule off: no old read in 10 plays: the test shows nothing")
+}
+
+// logStoresHistory plays the history once on a database of pg and returns
+// the reads that returned an old row, and all reads.
+func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (old, reads int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
+	defer cancel()
+	rn := testcontainers.Redis(t)
+	db := pg.DB
+	if err := db.Exec("TRUNCATE hrows").Error; err != nil {
+		t.Fatal(err)
+	}
+	for id := 1; id <= hRows; id++ {
+		if err := db.Exec("INSERT INTO hrows (id, ver, name) VALUES (?, 0, 'v0')", id).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var caches []*cacheaside.Cache
+	open := func(writeThrough bool) *repo.Repository[hrow, int64] {
+		cache, err := cacheaside.New(rn.NewClient(t), &cacheaside.Options{Namespace: rn.Namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cache.Close() })
+		caches = append(caches, cache)
+		r, err := repo.New[hrow, int64](db, cache, &repo.Options{Policy: cacheaside.Policy{TTL: time.Hour},
+			LogStores: true, WriteThrough: writeThrough})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	}
+	procs := make([]*repo.Repository[hrow, int64], hProcs)
+	for i := range procs {
+		procs[i] = open(i == 0)
+	}
+	slot := fmt.Sprintf("test_h%d_%x", map[bool]int{true: 1, false: 0}[rule], rand.Uint64())
+	inv, err := cdc.New(pg.DSN, &cdc.Options{Slot: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Register(procs[0]); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inv.Drop(context.Background()) })
+	cdc.SetAfterApply(inv, func(cdc.LSN) error { // the Invalidator lags
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		return nil
+	})
+	run(t, inv)
+	if err := inv.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range caches {
+		if err := c.WaitRecovered(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	acked := make([]aroundRow, hRows+1)
+	ack := func(id, ver int64, at time.Time) {
+		acked[id].mu.Lock()
+		acked[id].acks = append(acked[id].acks, aroundAck{version: int(ver), at: at})
+		acked[id].mu.Unlock()
+	}
+	var writers, readers sync.WaitGroup
+	var stop atomic.Bool
+	fail := make(chan error, 16)
+	// Plain SQL: acknowledged once the Invalidator applied it.
+	for w := range 2 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for range hWritesPer {
+				id := int64(1 + rand.IntN(hRows))
+				var ver int64
+				if err := db.Raw("UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver", fmt.Sprint("sql", w), id).Scan(&ver).Error; err != nil {
+					fail <- err
+					return
+				}
+				var pos string
+				if err := db.Raw("SELECT pg_current_wal_lsn()::text").Scan(&pos).Error; err != nil {
+					fail <- err
+					return
+				}
+				var lsn cdc.LSN
+				if err := lsn.Scan(pos); err != nil {
+					fail <- err
+					return
+				}
+				if err := inv.Wait(ctx, lsn); err != nil {
+					fail <- err
+					return
+				}
+				ack(id, ver, time.Now())
+			}
+		}()
+	}
+	// Through the repository, in two processes (one writes through).
+	for w := range 2 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			r := procs[w]
+			for range hWritesPer {
+				id := int64(1 + rand.IntN(hRows))
+				v, err := r.Modify(ctx, id, map[string]any{"ver": gorm.Expr("ver + 1"), "name": fmt.Sprint("repo", w)})
+				if err != nil {
+					fail <- err
+					return
+				}
+				ack(id, v.Ver, time.Now())
+			}
+		}()
+	}
+	for _, r := range procs {
+		for range hReaders {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for !stop.Load() {
+					id := int64(1 + rand.IntN(hRows))
+					begin := time.Now()
+					want := acked[id].newest(begin)
+					got, err := r.Get(ctx, id)
+					if err != nil {
+						fail <- err
+						return
+					}
+					atomic.AddInt64(&reads, 1)
+					if got.Ver < int64(want) {
+						atomic.AddInt64(&old, 1)
+					}
+				}
+			}()
+		}
+	}
+	writers.Wait()
+	stop.Store(true)
+	readers.Wait()
+	select {
+	case err := <-fail:
+		t.Fatal(err)
+	default:
+	}
+	if s := inv.Stats(); s.Skipped != 0 || s.Undecoded != 0 {
+		t.Fatalf("%d changes skipped, %d undecoded: %v", s.Skipped, s.Undecoded, s.LastError)
+	}
+	var loads uint64
+	for _, r := range procs {
+		loads += r.Stats().Loads
+	}
+	t.Logf("rule %v: %d loads for %d reads and %d writes", rule, loads, reads, 4*hWritesPer)
+	return old, reads
+}
