@@ -177,12 +177,15 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 		nkeys = p.KeySpace
 	}
 	truth := make([]atomic.Int64, nkeys)
-	load := func(_ context.Context, id int64) (Value, error) {
+	var lc loadCount
+	load := func(ctx context.Context, id int64) (Value, error) {
 		k := int(id - 1)
 		if k < 0 || k >= nkeys {
 			return Value{}, ErrNotFound
 		}
-		return versioned(k, truth[k].Load()), nil
+		ver := truth[k].Load()
+		lc.loaded(ctx, ver)
+		return versioned(k, ver), nil
 	}
 	// A namespace of this call's own: outside_write, outside_set and
 	// library_delete (and their fleet shapes) run the same variant names,
@@ -217,8 +220,21 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 		outside = env.NewClient()
 	}
 	read := func(ctx context.Context, proc, k int) (Value, error) {
-		return subs[proc].Get(ctx, int64(k+1))
+		ctx, m := lc.mark(ctx)
+		v, err := subs[proc].Get(ctx, int64(k+1))
+		lc.returned(m, &truth[k])
+		return v, err
 	}
+	// Every process reads every key once before the writes begin: the
+	// first misses do not race the first writes.
+	for proc := range p.Instances {
+		for k := range nkeys {
+			if _, err := read(ctx, proc, k); err != nil {
+				return Row{}, fmt.Errorf("warming key %d: %w", k, err)
+			}
+		}
+	}
+	lc.overtaken.Store(0)
 	d := p.drive(p.LocalTTL+time.Second, read, func(ctx context.Context, _, k int) (int64, error) {
 		ver := truth[k].Add(1)
 		if how == libraryDel {
@@ -239,5 +255,55 @@ func outsideWriteVariant(ctx context.Context, env *Env, p LocalInvalidationParam
 	row := Row{Variant: v.Name, Notes: v.Notes}
 	st.setInvalidation(&row)
 	st.setStale(&row, p.KeySpace > 0)
+	if how != libraryDel {
+		lc.set(&row)
+	}
 	return row, ctx.Err()
+}
+
+// MetricLoadsOvertaken counts, in outside_write and outside_set, the loads
+// whose key the writer changed before the read that made them returned:
+// the fill that followed may have landed after the plain DEL or SET, and
+// left the old value in Redis until its TTL (cache-aside's own race with
+// a write that bypasses the library, whatever the near cache). Set only
+// for a library whose loader receives the reading call's context.
+const MetricLoadsOvertaken = "loads_overtaken"
+
+// loadCount tells the loads a write overtook (MetricLoadsOvertaken): a read
+// marks its context, the loader records the version it read on the mark,
+// and the read, once returned, compares it with the key's truth.
+type loadCount struct {
+	loads, marked, overtaken atomic.Int64
+}
+
+type loadMarkKey struct{}
+
+// loadMark is the version a read's load read, -1 for none.
+type loadMark struct{ ver atomic.Int64 }
+
+func (lc *loadCount) mark(ctx context.Context) (context.Context, *loadMark) {
+	m := &loadMark{}
+	m.ver.Store(-1)
+	return context.WithValue(ctx, loadMarkKey{}, m), m
+}
+
+func (lc *loadCount) loaded(ctx context.Context, ver int64) {
+	lc.loads.Add(1)
+	if m, ok := ctx.Value(loadMarkKey{}).(*loadMark); ok {
+		lc.marked.Add(1)
+		m.ver.Store(ver)
+	}
+}
+
+func (lc *loadCount) returned(m *loadMark, truth *atomic.Int64) {
+	if v := m.ver.Load(); v >= 0 && truth.Load() != v {
+		lc.overtaken.Add(1)
+	}
+}
+
+// set reports the loads overtaken on row if every load saw its read's mark.
+func (lc *loadCount) set(row *Row) {
+	if lc.marked.Load() == lc.loads.Load() {
+		row.Set(MetricLoadsOvertaken, float64(lc.overtaken.Load()))
+	}
 }
