@@ -53,7 +53,7 @@ func NewReadCollector(name string, src ReadStatser) prometheus.Collector {
 		func(s repo.ReadStats) float64 { return float64(s.ReplicaErrors) })
 	c.counter(c.desc("write_position_errors_total", "Writes of the process whose commit position could not be read on the primary (their rows load from the primary)."),
 		func(s repo.ReadStats) float64 { return float64(s.WritePositionErrors) })
-	c.counter(c.desc("load_positions_total", "Queries of the primary's WAL position after loads of rows whose versions recorded none (replicas, repo.Options.LogStores), in the process."),
+	c.counter(c.desc("load_positions_total", "Queries of the primary's WAL position after loads of rows whose versions recorded none (with replicas; with repo.Options.LogStores, loads that found no row), in the process."),
 		func(s repo.ReadStats) float64 { return float64(s.LoadPositions) })
 	c.gauge(c.desc("lag_bytes", "WAL bytes a replica was behind the position a load needed, at the last redirect for lag."),
 		func(s repo.ReadStats) float64 { return float64(s.LagBytes) })

@@ -87,9 +87,10 @@ type Options struct {
 	// the database's log, instead of invalidating it, where the row is no
 	// older than any write that completed (its version records a position
 	// at or before the change: cacheaside.StoreFromLog): the next read of
-	// a row changed with plain SQL is a hit, not a load. It costs one
-	// query of the primary's WAL position after a load of a row whose
-	// version records none (as Options.ReadDB already does), and it only
+	// a row changed with plain SQL is a hit, not a load. A load of rows
+	// whose versions record no position reads the primary's WAL position
+	// in its own SELECT (one more column; with ReadDB, or when it found no
+	// row, one more query, as ReadDB's loads already make), and it only
 	// stores rows whose every column the log carries and decodes exactly
 	// as a load reads it (columns of boolean, integer, double, text,
 	// varchar, char, bytea, uuid, date and timestamp types into fields of

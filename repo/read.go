@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/asidekit/asidekit/cacheaside"
@@ -40,9 +39,7 @@ func (r *Repository[T, ID]) loadOne(ctx context.Context, key string, id ID) (T, 
 	// Find with a limit rather than Take: an absent row is an expected
 	// answer here, not an error for GORM's logger.
 	err := r.retryPlan(func() error {
-		return r.load(ctx, func(db *gorm.DB) error {
-			return db.Clauses(r.c.selectCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error
-		})
+		return r.loadRows(ctx, r.c.pkEq(id), 1, &rows)
 	})
 	if err != nil {
 		var zero T
@@ -107,7 +104,6 @@ func (r *Repository[T, ID]) GetMany(ctx context.Context, ids []ID) (map[ID]T, er
 func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey map[string]ID) (map[string]T, error) {
 	out := make(map[string]T, len(keys))
 	col := clause.Column{Table: clause.CurrentTable, Name: r.c.pk.DBName}
-	sel := r.c.selectCols()
 	// []any, not []ID: GORM would expand an ID that is itself an array
 	// (a [16]byte uuid) into a row value.
 	ids := make([]any, 0, min(len(keys), r.c.batch))
@@ -118,9 +114,7 @@ func (r *Repository[T, ID]) loadMany(ctx context.Context, keys []string, byKey m
 		}
 		var rows []T
 		err := r.retryPlan(func() error {
-			return r.load(ctx, func(db *gorm.DB) error {
-				return db.Clauses(sel).Where(clause.IN{Column: col, Values: ids}).Find(&rows).Error
-			})
+			return r.loadRows(ctx, clause.IN{Column: col, Values: ids}, 0, &rows)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("load %d ids: %w", len(ids), err) // mapErr adds the context

@@ -115,8 +115,10 @@ type ReadStats struct {
 	// repository's and Transaction's, whichever repository reports it.
 	WritePositionErrors int64
 	// LoadPositions counts the queries of the primary's WAL position made
-	// after loads of rows whose versions recorded none (with replicas, or
-	// Options.LogStores: one query per such load), in this process.
+	// after loads of rows whose versions recorded none, in this process:
+	// with replicas, one per such load; with Options.LogStores and no
+	// replicas, one per such load that found no row (a load that found
+	// one read the position in its own SELECT).
 	LoadPositions int64
 }
 
@@ -366,12 +368,8 @@ func (r *Repository[T, ID]) load(ctx context.Context, query func(*gorm.DB) error
 	if r.tx != nil {
 		return query(r.conn(ctx))
 	}
-	if r.c.reads == nil {
-		err := query(r.conn(ctx))
-		if err == nil && r.c.logStores { // the position repo/cdc's stores compare with (LogStores)
-			recordLoadLSN(ctx, r.c.db)
-		}
-		return err
+	if r.c.reads == nil { // with LogStores, loadRows reads the position
+		return query(r.conn(ctx))
 	}
 	return r.c.reads.run(ctx, r.c.db, query)
 }

@@ -2,11 +2,14 @@ package cdc_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
@@ -58,7 +61,8 @@ func TestInvalidator_logStores(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
 			e.exec(t, "TRUNCATE storeds")
-			r, err := repo.New[stored, int64](e.db, e.cache, &repo.Options{Name: fmt.Sprint("storeds_", on),
+			db, pool := countedDB(t, e.db)
+			r, err := repo.New[stored, int64](db, e.cache, &repo.Options{Name: fmt.Sprint("storeds_", on),
 				Policy: cacheaside.Policy{TTL: time.Hour, NullTTL: time.Hour}, LogStores: on})
 			if err != nil {
 				t.Fatal(err)
@@ -75,35 +79,51 @@ func TestInvalidator_logStores(t *testing.T) {
 			run(t, inv)
 			e.sync(t, inv)
 
+			// same fails unless got is row id of the table.
+			same := func(what string, id int64, got stored) {
+				t.Helper()
+				var want stored
+				if err := e.db.Unscoped().First(&want, id).Error; err != nil {
+					t.Fatal(err)
+				}
+				// As the cache encodes them (a value read from the cache has
+				// been through its codec: its times are in UTC, not Local).
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				if string(g) != string(w) {
+					t.Fatalf("%s: row %d from the cache\n%s\nthe table's\n%s", what, id, g, w)
+				}
+			}
 			// check reads ids through r: each must equal the table's row,
-			// and be a hit when the option is on (loaded when load).
+			// and be a hit when the option is on (loaded when load), and
+			// a load one statement (with the option on, the position rides
+			// on the load's SELECT).
 			check := func(what string, load bool, ids ...int64) {
 				t.Helper()
 				for _, id := range ids {
-					before := r.Stats().Loads
+					before, stmts := r.Stats().Loads, pool.n.Load()
 					got, err := r.Get(ctx, id)
 					if err != nil {
 						t.Fatalf("%s: get %d: %v", what, id, err)
 					}
 					loads := r.Stats().Loads - before
-					var want stored
-					if err := e.db.Unscoped().First(&want, id).Error; err != nil {
-						t.Fatal(err)
+					if n := pool.n.Load() - stmts; n != int64(loads) {
+						t.Fatalf("%s: row %d: %d statements for %d loads", what, id, n, loads)
 					}
-					// As the cache encodes them (a value read from the cache has
-					// been through its codec: its times are in UTC, not Local).
-					g, _ := json.Marshal(got)
-					w, _ := json.Marshal(want)
-					if string(g) != string(w) {
-						t.Fatalf("%s: row %d from the cache\n%s\nthe table's\n%s", what, id, g, w)
-					}
+					same(what, id, got)
 					if want := map[bool]uint64{true: 1, false: 0}[load || !on]; loads != want {
 						t.Fatalf("%s: row %d: %d loads, want %d (LogStores %v)", what, id, loads, want, on)
 					}
 				}
 			}
+			stmts := pool.n.Load()
 			if _, err := r.Get(ctx, 3); err == nil { // "not found" cached, with a version
 				t.Fatal("row 3 before the insert")
+			}
+			// A load that found no row has no position column: one more
+			// query reads it when the option is on.
+			if n, want := pool.n.Load()-stmts, map[bool]int64{true: 2, false: 1}[on]; n != want {
+				t.Fatalf("absent row 3: %d statements, want %d", n, want)
 			}
 			step := func(what, sql string, ids ...int64) {
 				t.Helper()
@@ -122,7 +142,16 @@ func TestInvalidator_logStores(t *testing.T) {
 			e.exec(t, insert)
 			e.sync(t, inv)
 			check("INSERT over a cached absence", false, 3)
-			check("first reads", true, 1, 2) // no version yet: loaded, and the load records its position
+			check("first read", true, 1) // no version yet: loaded, and the load records its position
+			stmts = pool.n.Load()
+			got, err := r.GetMany(ctx, []int64{2})
+			if err != nil || len(got) != 1 {
+				t.Fatalf("GetMany(2) = %v, %v", got, err)
+			}
+			if n := pool.n.Load() - stmts; n != 1 {
+				t.Fatalf("GetMany of a row without a version: %d statements, want 1", n)
+			}
+			same("GetMany", 2, got[2])
 			if on {
 				step("UPDATE every column", `UPDATE storeds SET small = small + 1, big = -big, count = count + 1, dbl = dbl * 2,
 					flag = NOT flag, name = name || 'x', letters = 'cd', body = body || 'y', code = gen_random_uuid(),
@@ -139,4 +168,41 @@ func TestInvalidator_logStores(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countedPool counts the statements sent through it: a repository's loads,
+// and the position queries it makes on its pool beside them.
+type countedPool struct {
+	gorm.ConnPool
+	n atomic.Int64
+}
+
+func (p *countedPool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	p.n.Add(1)
+	return p.ConnPool.QueryContext(ctx, q, args...)
+}
+
+func (p *countedPool) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	p.n.Add(1)
+	return p.ConnPool.QueryRowContext(ctx, q, args...)
+}
+
+func (p *countedPool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	p.n.Add(1)
+	return p.ConnPool.ExecContext(ctx, q, args...)
+}
+
+// countedDB is a *gorm.DB on db's connections whose statements pool counts.
+func countedDB(t *testing.T, db *gorm.DB) (*gorm.DB, *countedPool) {
+	t.Helper()
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &countedPool{ConnPool: sqlDB}
+	cdb, err := gorm.Open(postgres.New(postgres.Config{Conn: pool}), &gorm.Config{Logger: db.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cdb, pool
 }
