@@ -95,8 +95,9 @@
 //
 // What a committed write does to the cache is a list of Effect values, a
 // closed set: Invalidate (delete and re-version ids), InvalidateAll,
-// StoreIfVersion (write-through), StoreFromLog (a row from the database's
-// log, stored where no write that completed is newer), Bump, Patch and
+// StoreIfVersion (write-through), StoreFromLog and AbsentFromLog (a row,
+// or a DELETE's absence, from the database's log, stored where no write
+// that completed is newer), Bump, Patch and
 // PatchFromLog (a list's generation and its lines), AddToFilter and
 // Distrust (a Bloom filter). package repo's
 // plan makes them, for its own writes and for repo/cdc's changes; Effects

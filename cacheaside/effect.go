@@ -26,7 +26,8 @@ type Effect struct {
 	ids []string
 	// version is what StoreIfVersion compares (the entry's version read
 	// before the write), seen what Patch compares (the list's generation),
-	// row what StoreIfVersion stores (a T of the entity).
+	// row what StoreIfVersion and StoreFromLog store (a T of the entity;
+	// nil for AbsentFromLog's "not found").
 	version, seen string
 	row           any
 	// at is where the change StoreFromLog stores the row of committed.
@@ -82,7 +83,11 @@ func (e *Entity[T]) setIfVersion(ctx context.Context, id, version string, row an
 // before commit has seen no write newer than the change, and the log
 // brings the newer ones later, in commit order.
 func (e *Entity[T]) storeFromLog(ctx context.Context, id string, commit uint64, row any) (bool, error) {
-	return e.storeIf(ctx, id, "", commit, row.(T))
+	if row == nil { // AbsentFromLog
+		return e.storeIf(ctx, id, "", commit, nil)
+	}
+	v := row.(T)
+	return e.storeIf(ctx, id, "", commit, &v)
 }
 
 // FilterWriter is a Bloom filter that effects write (guard/bloom's
@@ -125,6 +130,14 @@ func StoreIfVersion[T any](e *Entity[T], id, version string, row T) Effect {
 // commit must not be 0.
 func StoreFromLog[T any](e *Entity[T], id string, commit uint64, row T) Effect {
 	return Effect{kind: effectStoreFromLog, ent: e, ids: []string{id}, at: commit, row: row}
+}
+
+// AbsentFromLog is StoreFromLog for a change that left no row of id (a
+// DELETE read from the log): a "not found" is stored under the same rule,
+// so that a read after it finds the absence instead of loading it. Without
+// null caching (Policy.NullTTL Disabled) id is invalidated.
+func AbsentFromLog[T any](e *Entity[T], id string, commit uint64) Effect {
+	return Effect{kind: effectStoreFromLog, ent: e, ids: []string{id}, at: commit}
 }
 
 // Bump is the effect of g.Bump(ctx, ids...): the lists ids get new

@@ -24,11 +24,13 @@ import (
 // ErrInvalidationPending, as Set's does. A value that cannot be stored (too
 // large, or the codec fails) is not stored: id is invalidated.
 func (e *Entity[T]) SetIfVersion(ctx context.Context, id, version string, v T) (stored bool, err error) {
-	return e.storeIf(ctx, id, version, 0, v)
+	return e.storeIf(ctx, id, version, 0, &v)
 }
 
-// storeIf is SetIfVersion (at 0) and storeFromLog (version unused).
-func (e *Entity[T]) storeIf(ctx context.Context, id, version string, at uint64, v T) (stored bool, err error) {
+// storeIf is SetIfVersion (at 0) and storeFromLog (version unused); v nil
+// stores a "not found" (without null caching, Policy.NullTTL Disabled, it
+// invalidates).
+func (e *Entity[T]) storeIf(ctx context.Context, id, version string, at uint64, v *T) (stored bool, err error) {
 	key, err := e.key(id)
 	if err != nil {
 		return false, err
@@ -39,7 +41,13 @@ func (e *Entity[T]) storeIf(ctx context.Context, id, version string, at uint64, 
 		// replace (see settle.go): invalidate.
 		return false, e.Invalidate(ctx, id)
 	}
-	entry, px, err := e.makeEntry(v, true, 0)
+	var val T
+	if v != nil {
+		val = *v
+	} else if e.p.NullTTL == 0 {
+		return false, e.Invalidate(ctx, id)
+	}
+	entry, px, err := e.makeEntry(val, v != nil, 0)
 	if err != nil { // too large, or the codec failed: the old value must still go
 		return false, e.Invalidate(ctx, id)
 	}

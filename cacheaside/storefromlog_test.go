@@ -2,6 +2,7 @@ package cacheaside
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/asidekit/asidekit/testcontainers"
@@ -13,7 +14,8 @@ import (
 // write of unknown position made, or one that records a newer write; and
 // a stored row records its change's position, so an older change's row
 // that lands later is refused too. Refused, the entry is deleted, as an
-// invalidation deletes it.
+// invalidation deletes it. A DELETE's absence (AbsentFromLog) follows the
+// same rule.
 func TestStoreFromLog_rule(t *testing.T) {
 	t.Parallel()
 	for name, redis := range map[string]func(testing.TB) *testcontainers.RedisNamespace{
@@ -79,6 +81,30 @@ func TestStoreFromLog_rule(t *testing.T) {
 			store("a", 0x180, "log180")
 			if got, n := read("a"); got != "loaded" || n != 1 {
 				t.Fatalf("a change at 180 after one at 200: read %q with %d loads, want a reload", got, n)
+			}
+
+			// A DELETE's absence (AbsentFromLog), under the same rule:
+			// stored over the version at 0x100, the read finds "not found"
+			// with no load; an older one after it is refused.
+			if got, _ := read("c"); got != "loaded" {
+				t.Fatalf("first read %q", got)
+			}
+			absent := func(commit uint64) {
+				t.Helper()
+				var w Effects
+				w.Add(AbsentFromLog(e, "c", commit))
+				if err := c.Apply(ctx, &w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			absent(0x200)
+			before := loads
+			if _, err := e.Get(ctx, "c", load); !errors.Is(err, ErrNotFound) || loads != before {
+				t.Fatalf("after a DELETE at 200 over a version at 100: %v with %d loads, want ErrNotFound from the cache", err, loads-before)
+			}
+			absent(0x150)
+			if got, n := read("c"); got != "loaded" || n != 1 {
+				t.Fatalf("a DELETE at 150 after one at 200: read %q with %d loads, want a reload", got, n)
 			}
 
 			// A write at 0x300 that completed: a change at 0x250 is older.

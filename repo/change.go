@@ -96,6 +96,10 @@ func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecod
 		// change, the old unique and list values are unknown.
 		rc.before = &rowKeys{id: rc.after.id, idLost: rc.after.idLost}
 	}
+	if ch.Kind == rowchange.Delete && c.logStores && rc.log != nil && !rc.covered && rc.before.id != "" && !rc.before.idLost {
+		fill := cacheaside.AbsentFromLog(c.ent, rc.before.id, ch.CommitLSN)
+		rc.fill = &fill // the row's absence, under the rule a row from the log is stored by
+	}
 	c.queue(w, rc)
 	return undecoded, nil
 }

@@ -86,9 +86,22 @@ type rowChange struct {
 	// rather than bumped.
 	log *cacheaside.LogPos
 	// fill, when set, is the effect that stores the row after the change
-	// (cacheaside.StoreIfVersion of after.id), done instead of
-	// invalidating it; nil for every other change.
+	// (cacheaside.StoreIfVersion of after.id; from the log, StoreFromLog
+	// of after.id, or AbsentFromLog of before.id for a DELETE), done
+	// instead of invalidating it; nil for every other change.
 	fill *cacheaside.Effect
+}
+
+// fillID is the id ch.fill stores: the row's after the change, or before
+// it for a change that left none.
+func (ch rowChange) fillID() string {
+	if ch.after != nil {
+		return ch.after.id
+	}
+	if ch.before != nil {
+		return ch.before.id
+	}
+	return ""
 }
 
 // shape is what of the cache a repository has: a Bloom filter over

@@ -59,7 +59,7 @@ func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
 	if p.allIDs {
 		w.Add(cacheaside.InvalidateAll(c.ent))
 	}
-	if ch.fill != nil && ch.after != nil && len(p.ids) == 1 && p.ids[0] == ch.after.id {
+	if ch.fill != nil && len(p.ids) == 1 && p.ids[0] == ch.fillID() {
 		w.Add(*ch.fill)
 	} else {
 		w.Add(cacheaside.Invalidate(c.ent, p.ids...))

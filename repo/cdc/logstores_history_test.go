@@ -2,6 +2,8 @@ package cdc_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -25,6 +27,68 @@ type hrow struct {
 	Name string `gorm:"not null"`
 }
 
+// hgone holds the version of a deleted hrow (its DELETE's), which its
+// next INSERT continues.
+type hgone struct {
+	ID  int64 `gorm:"primaryKey"`
+	Ver int64 `gorm:"not null"`
+}
+
+// hAcks are one row's acknowledged writes, and the DELETEs begun.
+type hAcks struct {
+	mu      sync.Mutex
+	acks    []hAck
+	deletes []hAck // at: when the DELETE began
+}
+
+type hAck struct {
+	ver    int64
+	absent bool // a DELETE's
+	at     time.Time
+}
+
+func (h *hAcks) add(list *[]hAck, a hAck) {
+	h.mu.Lock()
+	*list = append(*list, a)
+	h.mu.Unlock()
+}
+
+// newest returns the newest write acknowledged before t (version 0, the
+// inserted row, if none).
+func (h *hAcks) newest(t time.Time) hAck {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n hAck
+	for _, a := range h.acks {
+		if a.at.Before(t) && a.ver > n.ver {
+			n = a
+		}
+	}
+	return n
+}
+
+// old reports whether a read that began at begin and ended at end is
+// older than a write acknowledged before it began: a row of a lower
+// version, or an absence where a row was acknowledged and no newer
+// DELETE began before the read ended.
+func (h *hAcks) old(begin, end time.Time, got *hrow) bool {
+	want := h.newest(begin)
+	if got != nil {
+		return got.Ver < want.ver
+	}
+	if want.absent {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, d := range h.deletes {
+		if d.ver > want.ver && d.at.Before(end) {
+			return false
+		}
+	}
+	return true
+}
+
 // Sizes of logStoresHistory.
 const (
 	hRows      = 3
@@ -35,19 +99,21 @@ const (
 
 // Rows from the log (Options.LogStores) where they meet repository writes:
 // three processes (one writing through) read a few rows back to back
-// while two writers change them with plain SQL (acknowledged once
-// Invalidator.Wait returned) and two with the repository's Modify
-// (acknowledged when it returned), and the Invalidator lags (0–3 ms after
-// each transaction it applies), so that it stores rows of changes older
-// than repository writes that completed. Every read must return a version
-// at least the newest acknowledged before it began. With the rule off
+// while two writers change them with plain SQL (UPDATEs, and DELETEs and
+// INSERTs again of the same ids, whose absences are stored too;
+// acknowledged once Invalidator.Wait returned) and two with the
+// repository's Modify (acknowledged when it returned), and the
+// Invalidator lags (0–3 ms after each transaction it applies), so that it
+// stores rows of changes older than repository writes that completed.
+// Every read must return a version at least the newest acknowledged
+// before it began (an absence: unless a DELETE began before it ended). With the rule off
 // (a row from the log stored over any version that records a position)
 // the Invalidator's older rows overwrite the repository's newer ones:
 // reads find them within a few plays.
 func TestInvalidator_logStoresHistory(t *testing.T) {
 	t.Parallel()
 	pg := testcontainers.LogicalPostgres(t)
-	if err := pg.DB.AutoMigrate(&hrow{}); err != nil {
+	if err := pg.DB.AutoMigrate(&hrow{}, &hgone{}); err != nil {
 		t.Fatal(err)
 	}
 	old, reads := logStoresHistory(t, pg, true)
@@ -75,7 +141,7 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 	defer cancel()
 	rn := testcontainers.Redis(t)
 	db := pg.DB
-	if err := db.Exec("TRUNCATE hrows").Error; err != nil {
+	if err := db.Exec("TRUNCATE hrows, hgones").Error; err != nil {
 		t.Fatal(err)
 	}
 	for id := 1; id <= hRows; id++ {
@@ -126,12 +192,26 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 		}
 	}
 
-	acked := make([]aroundRow, hRows+1)
-	ack := func(id, ver int64, at time.Time) {
-		acked[id].mu.Lock()
-		acked[id].acks = append(acked[id].acks, aroundAck{version: int(ver), at: at})
-		acked[id].mu.Unlock()
+	acked := make([]hAcks, hRows+1)
+	ack := func(id, ver int64, absent bool, at time.Time) {
+		acked[id].add(&acked[id].acks, hAck{ver: ver, absent: absent, at: at})
 	}
+	// The plain-SQL writes: an UPDATE, or a DELETE (its version moved to
+	// hgones), or an INSERT of a deleted id (the version after it); each
+	// returns the version it wrote, none if the row was not there (or was).
+	sqlWrites := []struct {
+		absent bool
+		sql    string
+	}{
+		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver"},
+		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver"},
+		{true, `WITH d AS (DELETE FROM hrows WHERE id = @id RETURNING id, ver)
+			INSERT INTO hgones (id, ver) SELECT id, ver + 1 FROM d WHERE @name <> ''
+			ON CONFLICT (id) DO UPDATE SET ver = EXCLUDED.ver RETURNING ver`},
+		{false, `WITH g AS (DELETE FROM hgones WHERE id = @id RETURNING id, ver)
+			INSERT INTO hrows (id, ver, name) SELECT id, ver + 1, @name FROM g RETURNING ver`},
+	}
+	var deletes, absentReads atomic.Int64
 	var writers, readers sync.WaitGroup
 	var stop atomic.Bool
 	fail := make(chan error, 16)
@@ -142,10 +222,27 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 			defer writers.Done()
 			for range hWritesPer {
 				id := int64(1 + rand.IntN(hRows))
-				var ver int64
-				if err := db.Raw("UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver", fmt.Sprint("sql", w), id).Scan(&ver).Error; err != nil {
+				op := sqlWrites[rand.IntN(len(sqlWrites))]
+				name := fmt.Sprint("sql", w)
+				var args []any
+				if op.absent || op.sql[0] == 'W' {
+					args = []any{sql.Named("id", id), sql.Named("name", name)}
+				} else {
+					args = []any{name, id}
+				}
+				begin := time.Now()
+				var vers []int64
+				if err := db.Raw(op.sql, args...).Scan(&vers).Error; err != nil {
 					fail <- err
 					return
+				}
+				if len(vers) == 0 {
+					continue // not there (or there already): no write
+				}
+				ver := vers[0]
+				if op.absent {
+					acked[id].add(&acked[id].deletes, hAck{ver: ver, absent: true, at: begin})
+					deletes.Add(1)
 				}
 				var pos string
 				if err := db.Raw("SELECT pg_current_wal_lsn()::text").Scan(&pos).Error; err != nil {
@@ -161,7 +258,7 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 					fail <- err
 					return
 				}
-				ack(id, ver, time.Now())
+				ack(id, ver, op.absent, time.Now())
 			}
 		}()
 	}
@@ -174,11 +271,17 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 			for range hWritesPer {
 				id := int64(1 + rand.IntN(hRows))
 				v, err := r.Modify(ctx, id, map[string]any{"ver": gorm.Expr("ver + 1"), "name": fmt.Sprint("repo", w)})
+				if errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrConditionFailed) {
+					// Deleted: no write. (Deleted when the UPDATE ran, and
+					// inserted again when Modify counted the rows: the
+					// condition "failed".)
+					continue
+				}
 				if err != nil {
 					fail <- err
 					return
 				}
-				ack(id, v.Ver, time.Now())
+				ack(id, v.Ver, false, time.Now())
 			}
 		}()
 	}
@@ -190,14 +293,18 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 				for !stop.Load() {
 					id := int64(1 + rand.IntN(hRows))
 					begin := time.Now()
-					want := acked[id].newest(begin)
 					got, err := r.Get(ctx, id)
-					if err != nil {
+					end := time.Now()
+					row := &got
+					if errors.Is(err, repo.ErrNotFound) {
+						row = nil
+						absentReads.Add(1)
+					} else if err != nil {
 						fail <- err
 						return
 					}
 					atomic.AddInt64(&reads, 1)
-					if got.Ver < int64(want) {
+					if acked[id].old(begin, end, row) {
 						atomic.AddInt64(&old, 1)
 					}
 				}
@@ -219,6 +326,6 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 	for _, r := range procs {
 		loads += r.Stats().Loads
 	}
-	t.Logf("rule %v: %d loads for %d reads and %d writes", rule, loads, reads, 4*hWritesPer)
+	t.Logf("rule %v: %d loads for %d reads (%d of them absent) and %d writes tried (%d DELETEs)", rule, loads, reads, absentReads.Load(), 4*hWritesPer, deletes.Load())
 	return old, reads
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -45,7 +46,8 @@ type stored struct {
 // equals a direct database read, field for field (times in the zone a
 // load gives them: the server's TimeZone is not UTC, so the log's text
 // carries another offset). A row inserted where a miss cached "not found"
-// is stored too. Without the option the same reads load.
+// is stored too, and a DELETE leaves the row's absence cached. Without the
+// option the same reads load.
 func TestInvalidator_logStores(t *testing.T) {
 	t.Parallel()
 	e := redisEnv(t)
@@ -164,6 +166,16 @@ func TestInvalidator_logStores(t *testing.T) {
 				step("soft delete", "UPDATE storeds SET deleted = now() WHERE id = 3")
 				if _, err := r.Get(ctx, 3); err == nil {
 					t.Fatal("row 3 after its soft delete")
+				}
+				// A DELETE stores the row's absence: read from the cache.
+				e.exec(t, "DELETE FROM storeds WHERE id = 1")
+				e.sync(t, inv)
+				before, stmts := r.Stats().Loads, pool.n.Load()
+				if _, err := r.Get(ctx, 1); !errors.Is(err, repo.ErrNotFound) {
+					t.Fatalf("row 1 after its DELETE: %v, want ErrNotFound", err)
+				}
+				if loads, n := r.Stats().Loads-before, pool.n.Load()-stmts; loads != 0 || n != 0 {
+					t.Fatalf("row 1 after its DELETE: %d loads, %d statements, want the absence from the cache", loads, n)
 				}
 			}
 		})
