@@ -34,13 +34,17 @@ func TestStoreFromLog_rule(t *testing.T) {
 				}
 				return user{ID: id, Name: "loaded"}, nil
 			}
-			store := func(id string, commit uint64, name string) {
+			apply := func(ef Effect) {
 				t.Helper()
 				var w Effects
-				w.Add(StoreFromLog(e, id, commit, user{ID: id, Name: name}))
+				w.Add(ef)
 				if err := c.Apply(ctx, &w); err != nil {
 					t.Fatal(err)
 				}
+			}
+			store := func(id string, commit uint64, name string) {
+				t.Helper()
+				apply(StoreFromLog(e, id, commit, user{ID: id, Name: name}))
 			}
 			read := func(id string) (string, int) {
 				t.Helper()
@@ -89,20 +93,12 @@ func TestStoreFromLog_rule(t *testing.T) {
 			if got, _ := read("c"); got != "loaded" {
 				t.Fatalf("first read %q", got)
 			}
-			absent := func(commit uint64) {
-				t.Helper()
-				var w Effects
-				w.Add(AbsentFromLog(e, "c", commit))
-				if err := c.Apply(ctx, &w); err != nil {
-					t.Fatal(err)
-				}
-			}
-			absent(0x200)
+			apply(AbsentFromLog(e, "c", 0x200))
 			before := loads
 			if _, err := e.Get(ctx, "c", load); !errors.Is(err, ErrNotFound) || loads != before {
 				t.Fatalf("after a DELETE at 200 over a version at 100: %v with %d loads, want ErrNotFound from the cache", err, loads-before)
 			}
-			absent(0x150)
+			apply(AbsentFromLog(e, "c", 0x150))
 			if got, n := read("c"); got != "loaded" || n != 1 {
 				t.Fatalf("a DELETE at 150 after one at 200: read %q with %d loads, want a reload", got, n)
 			}
