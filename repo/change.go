@@ -74,8 +74,12 @@ func (f *feed[T, ID]) Queue(w *cacheaside.Effects, ch rowchange.Change) (undecod
 		}
 		rc.after = side(ch.New)
 		if c.logStores && rc.log != nil && !rc.covered && rc.after.id != "" && !rc.after.idLost {
-			if row, ok := c.rowOfLog(ctx, ch.New); ok {
+			switch row, ok, deleted := c.rowOfLog(ctx, ch.New); {
+			case ok:
 				fill := cacheaside.StoreFromLog(c.ent, rc.after.id, ch.CommitLSN, row)
+				rc.fill = &fill
+			case deleted: // soft-deleted: a load finds no row
+				fill := cacheaside.AbsentFromLog(c.ent, rc.after.id, ch.CommitLSN)
 				rc.fill = &fill
 			}
 		}

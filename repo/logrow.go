@@ -86,8 +86,8 @@ func logStorable(sch *schema.Schema) bool {
 // load of it would read it, and false when the log left a column out (an
 // unchanged TOAST value, a generated column), carries one of a type that
 // logPair does not pair with its field, or a value does not decode, and
-// for a soft-deleted row (a load finds none).
-func (c *core[T, ID]) rowOfLog(ctx context.Context, row rowchange.Row) (v T, ok bool) {
+// for a soft-deleted row (a load finds none), which deleted reports.
+func (c *core[T, ID]) rowOfLog(ctx context.Context, row rowchange.Row) (v T, ok, deleted bool) {
 	rv := reflect.ValueOf(&v).Elem()
 	for _, name := range c.sch.DBNames {
 		f := c.sch.FieldsByDBName[name]
@@ -96,23 +96,23 @@ func (c *core[T, ID]) rowOfLog(ctx context.Context, row rowchange.Row) (v T, ok 
 		}
 		col, ok := row.Lookup(name)
 		if !ok || !logPair(col.Type, f.FieldType) {
-			return v, false
+			return v, false, false
 		}
 		if col.Null {
 			continue // the zero value, as a load sets it
 		}
 		fv := f.ReflectValueOf(ctx, rv)
 		if err := logTypes.scan(col.Type, col.Text, fv.Addr().Interface()); err != nil {
-			return v, false
+			return v, false, false
 		}
 		if col.Type == timestamptzOID {
 			inLocal(fv)
 		}
 		if d, ok := fv.Interface().(gorm.DeletedAt); ok && d.Valid {
-			return v, false // soft-deleted: a load finds no row
+			return v, false, true // soft-deleted: a load finds no row
 		}
 	}
-	return v, true
+	return v, true, false
 }
 
 // inLocal moves the time fv holds (a time.Time, gorm.DeletedAt or a

@@ -84,11 +84,11 @@ type Options struct {
 	WriteThrough bool
 
 	// LogStores makes repo/cdc store the row a change left, decoded from
-	// the database's log (for a DELETE, the row's absence), instead of
-	// invalidating it, where the row is no older than any write that
-	// completed (its version records a position at or before the change:
-	// cacheaside.StoreFromLog, AbsentFromLog): the next read of
-	// a row changed with plain SQL is a hit, not a load. A load of rows
+	// the database's log (for a DELETE or a soft delete, the row's
+	// absence), instead of invalidating it, where the row is no older than
+	// any write that completed (its version records a position at or
+	// before the change: cacheaside.StoreFromLog, AbsentFromLog): the next
+	// read of a row changed with plain SQL is a hit, not a load. A load of rows
 	// whose versions record no position reads the primary's WAL position
 	// in its own SELECT (one more column; with ReadDB, or when it found no
 	// row, one more query, as ReadDB's loads already make), and it only

@@ -22,9 +22,10 @@ import (
 
 // hrow is the row of the log-stores history: ver counts its writes.
 type hrow struct {
-	ID   int64  `gorm:"primaryKey"`
-	Ver  int64  `gorm:"not null"`
-	Name string `gorm:"not null"`
+	ID      int64  `gorm:"primaryKey"`
+	Ver     int64  `gorm:"not null"`
+	Name    string `gorm:"not null"`
+	Deleted gorm.DeletedAt
 }
 
 // hgone holds the version of a deleted hrow (its DELETE's), which its
@@ -99,8 +100,9 @@ const (
 
 // Rows from the log (Options.LogStores) where they meet repository writes:
 // three processes (one writing through) read a few rows back to back
-// while two writers change them with plain SQL (UPDATEs, and DELETEs and
-// INSERTs again of the same ids, whose absences are stored too;
+// while two writers change them with plain SQL (UPDATEs, soft deletes and
+// their undoing, DELETEs and INSERTs again of the same ids: absences are
+// stored too;
 // acknowledged once Invalidator.Wait returned) and two with the
 // repository's Modify (acknowledged when it returned), and the
 // Invalidator lags (0–3 ms after each transaction it applies), so that it
@@ -196,15 +198,18 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 	ack := func(id, ver int64, absent bool, at time.Time) {
 		acked[id].add(&acked[id].acks, hAck{ver: ver, absent: absent, at: at})
 	}
-	// The plain-SQL writes: an UPDATE, or a DELETE (its version moved to
-	// hgones), or an INSERT of a deleted id (the version after it); each
-	// returns the version it wrote, none if the row was not there (or was).
+	// The plain-SQL writes: an UPDATE, a soft delete or its undoing, a
+	// DELETE (its version moved to hgones), or an INSERT of a deleted id
+	// (the version after it); each returns the version it wrote, none if
+	// the row was not there (or was).
 	sqlWrites := []struct {
 		absent bool
 		sql    string
 	}{
-		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver"},
-		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? RETURNING ver"},
+		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? AND deleted IS NULL RETURNING ver"},
+		{false, "UPDATE hrows SET ver = ver + 1, name = ? WHERE id = ? AND deleted IS NULL RETURNING ver"},
+		{true, "UPDATE hrows SET ver = ver + 1, name = ?, deleted = now() WHERE id = ? AND deleted IS NULL RETURNING ver"},
+		{false, "UPDATE hrows SET ver = ver + 1, name = ?, deleted = NULL WHERE id = ? AND deleted IS NOT NULL RETURNING ver"},
 		{true, `WITH d AS (DELETE FROM hrows WHERE id = @id RETURNING id, ver)
 			INSERT INTO hgones (id, ver) SELECT id, ver + 1 FROM d WHERE @name <> ''
 			ON CONFLICT (id) DO UPDATE SET ver = EXCLUDED.ver RETURNING ver`},
@@ -225,7 +230,7 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 				op := sqlWrites[rand.IntN(len(sqlWrites))]
 				name := fmt.Sprint("sql", w)
 				var args []any
-				if op.absent || op.sql[0] == 'W' {
+				if op.sql[0] == 'W' {
 					args = []any{sql.Named("id", id), sql.Named("name", name)}
 				} else {
 					args = []any{name, id}
@@ -326,6 +331,6 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 	for _, r := range procs {
 		loads += r.Stats().Loads
 	}
-	t.Logf("rule %v: %d loads for %d reads (%d of them absent) and %d writes tried (%d DELETEs)", rule, loads, reads, absentReads.Load(), 4*hWritesPer, deletes.Load())
+	t.Logf("rule %v: %d loads for %d reads (%d of them absent) and %d writes tried (%d DELETEs and soft deletes)", rule, loads, reads, absentReads.Load(), 4*hWritesPer, deletes.Load())
 	return old, reads
 }
