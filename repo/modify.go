@@ -127,6 +127,11 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 		})
 		return row, err
 	}
+	if (res.RowsAffected == 0 || len(rows) == 0) && len(where) == 0 {
+		// No condition to fail: the row was absent when the UPDATE ran
+		// (a count now could find it inserted again since).
+		return zero, notFoundErr(r.c.name, key)
+	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		var n int64
 		if err := r.conn(ctx).Model(new(T)).Where(r.c.pkEq(id)).Count(&n).Error; err != nil {
