@@ -75,7 +75,10 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 // Keys of set are column (or field) names. Like every write it then
 // invalidates the id and the mappings of unique values that changed. An
 // absent row is ErrNotFound; a row that fails a condition is
-// ErrConditionFailed, and nothing is written.
+// ErrConditionFailed, and nothing is written. When the UPDATE found no
+// row, one statement tells which; a row that meets the conditions by then
+// (changed, or deleted and inserted again, meanwhile) is updated again, up
+// to 3 times in all.
 func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]any, where ...clause.Expression) (T, error) {
 	if err := r.c.open("Modify"); err != nil {
 		return *new(T), err
@@ -102,47 +105,68 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	if err := r.c.checkSet(cols); err != nil {
 		return zero, err
 	}
-	before, g, err := r.readBefore(ctx, id, key)
-	if err != nil {
-		return zero, err
-	}
-	var rows []T
-	q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
-	for _, w := range where {
-		q = q.Where(w)
-	}
-	res := q.Updates(cols)
-	if res.Error != nil {
-		return zero, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
-			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
-	}
-	if (res.RowsAffected == 0 || len(rows) == 0) && g != nil {
-		// The row changed or went since it was read, or fails where: the
-		// run in a transaction tells which (a count now could find the
-		// row changed back, and call a changed row a failed condition).
-		var row T
-		err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
-			row, err = tx.Modify(ctx, id, set, where...)
-			return err
-		})
-		return row, err
-	}
-	if (res.RowsAffected == 0 || len(rows) == 0) && len(where) == 0 {
-		// No condition to fail: the row was absent when the UPDATE ran
-		// (a count now could find it inserted again since).
-		return zero, notFoundErr(r.c.name, key)
-	}
-	if res.RowsAffected == 0 || len(rows) == 0 {
-		var n int64
-		if err := r.conn(ctx).Model(new(T)).Where(r.c.pkEq(id)).Count(&n).Error; err != nil {
-			return zero, wrapErr(subject(r.c.name, key)+": modify", dbErr(err))
+	for try := 1; ; try++ {
+		before, g, err := r.readBefore(ctx, id, key)
+		if err != nil {
+			return zero, err
 		}
-		if n == 0 {
+		var rows []T
+		q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
+		for _, w := range where {
+			q = q.Where(w)
+		}
+		res := q.Updates(cols)
+		if res.Error != nil {
+			return zero, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
+				rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
+		}
+		if res.RowsAffected > 0 && len(rows) > 0 {
+			return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], nil)
+		}
+		if g != nil {
+			// The row changed or went since it was read, or fails where:
+			// the run in a transaction tells which.
+			var row T
+			err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
+				row, err = tx.Modify(ctx, id, set, where...)
+				return err
+			})
+			return row, err
+		}
+		if len(where) == 0 {
+			// No condition to fail: the row was absent when the UPDATE
+			// ran (a count now could find it inserted again since).
 			return zero, notFoundErr(r.c.name, key)
 		}
-		return zero, wrapErr(subject(r.c.name, key)+": modify", ErrConditionFailed)
+		meets, err := r.whyUnmodified(ctx, id, key, where)
+		if !meets || try == modifyTries {
+			return zero, err
+		}
+		// The row meets where now (inserted again, or changed, since the
+		// UPDATE): run it again.
 	}
-	return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], nil)
+}
+
+// modifyTries bounds Modify's UPDATEs of a row that met its conditions
+// each time they had found nothing.
+const modifyTries = 3
+
+// whyUnmodified says, in one statement (one snapshot), why Modify's
+// UPDATE with conditions where found no row: absent (ErrNotFound), failing
+// where (ErrConditionFailed), or meeting where by now (meets, and err is
+// ErrConditionFailed for the caller that runs out of tries). Two counts
+// in two statements could see a row absent at the UPDATE and inserted
+// again before the count as a failed condition.
+func (r *Repository[T, ID]) whyUnmodified(ctx context.Context, id ID, key string, where []clause.Expression) (meets bool, err error) {
+	var n struct{ Found, Meets int64 }
+	q := r.conn(ctx).Model(new(T)).Select("count(*) AS found, count(*) FILTER (WHERE ?) AS meets", clause.And(where...)).Where(r.c.pkEq(id))
+	if err := q.Scan(&n).Error; err != nil {
+		return false, wrapErr(subject(r.c.name, key)+": modify", dbErr(err))
+	}
+	if n.Found == 0 {
+		return false, notFoundErr(r.c.name, key)
+	}
+	return n.Meets > 0, wrapErr(subject(r.c.name, key)+": modify", ErrConditionFailed)
 }
 
 // existing is what a write that found row key in the table knows of it
