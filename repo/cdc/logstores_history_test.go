@@ -287,8 +287,16 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 			}
 		}()
 	}
-	for _, r := range procs {
-		for range hReaders {
+	// The reads, judged once every write is recorded: a DELETE that
+	// began before a read ended is recorded only once it returned.
+	type hRead struct {
+		id         int64
+		begin, end time.Time
+		row        *hrow // nil: absent
+	}
+	var observed [hProcs * hReaders][]hRead
+	for i, r := range procs {
+		for j := range hReaders {
 			readers.Add(1)
 			go func() {
 				defer readers.Done()
@@ -305,10 +313,7 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 						fail <- err
 						return
 					}
-					atomic.AddInt64(&reads, 1)
-					if acked[id].old(begin, end, row) {
-						atomic.AddInt64(&old, 1)
-					}
+					observed[i*hReaders+j] = append(observed[i*hReaders+j], hRead{id, begin, end, row})
 				}
 			}()
 		}
@@ -316,6 +321,14 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 	writers.Wait()
 	stop.Store(true)
 	readers.Wait()
+	for _, obs := range observed {
+		for _, o := range obs {
+			reads++
+			if acked[o.id].old(o.begin, o.end, o.row) {
+				old++
+			}
+		}
+	}
 	select {
 	case err := <-fail:
 		t.Fatal(err)
