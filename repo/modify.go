@@ -159,7 +159,7 @@ const modifyTries = 3
 // again before the count as a failed condition.
 func (r *Repository[T, ID]) whyUnmodified(ctx context.Context, id ID, key string, where []clause.Expression) (meets bool, err error) {
 	var n struct{ Found, Meets int64 }
-	q := r.conn(ctx).Model(new(T)).Select("count(*) AS found, count(*) FILTER (WHERE ?) AS meets", clause.And(where...)).Where(r.c.pkEq(id))
+	q := r.conn(ctx).Model(new(T)).Select("count(*) AS found, coalesce(sum(CASE WHEN ? THEN 1 ELSE 0 END), 0) AS meets", clause.And(where...)).Where(r.c.pkEq(id))
 	if err := q.Scan(&n).Error; err != nil {
 		return false, wrapErr(subject(r.c.name, key)+": modify", dbErr(err))
 	}
