@@ -26,6 +26,11 @@ func (f *feed[T, ID]) InvalidateAll(ctx context.Context) error {
 func (f *feed[T, ID]) Ping(ctx context.Context) error { return f.c.cache.Client().Ping(ctx).Err() }
 func (f *feed[T, ID]) Cache() *cacheaside.Cache       { return f.c.cache }
 
+// FedByLog records that an Invalidator of this process has the table
+// registered: the repository's writes re-assert their rows' places in
+// the lists they stay in (see query_check.go).
+func (f *feed[T, ID]) FedByLog() { f.c.fedByLog.Store(true) }
+
 // KeyColumns returns the columns of the table that the cache keys use:
 // the primary key, each unique key's, and each declared query's filter,
 // order and soft-delete columns (those readBefore reads).

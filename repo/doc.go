@@ -181,7 +181,9 @@
 // exist. CreateMany and PutMany patch as a transaction's writes do (one
 // read of each list's generation before their statements, the rows read
 // back with RETURNING: an upsert keeps created_at). Modify, UpdateColumns
-// and InsertIfAbsent bump, and so does a write
+// and InsertIfAbsent bump (a repository that repo/cdc follows patches the
+// list Modify and UpdateColumns find the row in: see below), and so does
+// a write
 // whose row has an order time finer than a microsecond (PostgreSQL would
 // round it) or at a UTC offset other than 0 (a timestamp column without
 // time zone keeps the wall clock).
@@ -202,6 +204,25 @@
 // in commit-position order; after a writer's line, or for a batch sent
 // again, the Invalidator bumps. A window read without a snapshot (SQLite)
 // cannot take a log line: its page is read alone.
+//
+// Where repository writes meet the log: the lists lag the table by the
+// Invalidator's lag, so a plain-SQL move of a row is in them only once
+// its line lands. A repository write of the same row that completes
+// meanwhile reads the row where the move put it and patches from there:
+// the list the row left still lists it, and the list it joined lacks it
+// when the write leaves it in place (a write that stays patches nothing).
+// Two rules close that window. List leaves out a row whose own filter
+// values, read fresh through GetMany, put it in another list, when every
+// filter column is an integer or a bool (their values compare in Go as in
+// PostgreSQL; a string may match under its collation what Go calls
+// different, so a list filtered by one may show such a row until the
+// Invalidator's line lands). And a repository registered with an
+// Invalidator (cdc's Register, in every process that writes) re-asserts
+// its row's place in the list it stays in: one line, as for a move
+// (Modify and UpdateColumns read that list's generation before their
+// statement for it). A write in a process that did not register leaves
+// the row missing from the list it joined until the Invalidator catches
+// up.
 //
 // The limits: a write's old filter values are read before the write
 // (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a

@@ -41,6 +41,18 @@ func (r *Repository[T, ID]) seen(ctx context.Context, before *rowKeys, row *T, k
 	return r.readSeen(ctx, key, version, reads, at)
 }
 
+// seenStaying is seen for a write that learns the row's new values only
+// from its statement (Modify, UpdateColumns): when the write re-asserts
+// its row's place (core.reassert), the generations of the lists the row
+// is in before it, so that a row that stays gets a line rather than a
+// bump; nil otherwise.
+func (r *Repository[T, ID]) seenStaying(ctx context.Context, before *rowKeys, key string) *seenBefore {
+	if !r.c.reassert() {
+		return nil
+	}
+	return r.seen(ctx, before, nil, key)
+}
+
 // seenMany is seen for the rows of a Many write (in its transaction's
 // view: the lists' generations alone), in one round trip: each list's
 // generation is read once, whatever number of rows join or leave it, and

@@ -47,6 +47,7 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 	if err != nil {
 		return err
 	}
+	seen := r.seenStaying(ctx, before, key)
 	var rows []T
 	res := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
 	if res.Error != nil {
@@ -60,7 +61,7 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 		return notFoundErr(r.c.name, key)
 	}
 	*v = rows[0]
-	return r.upkeep(ctx, r.existing(before, key), v, nil)
+	return r.upkeep(ctx, r.existing(before, key), v, seen)
 }
 
 // Modify sets columns of the row with primary key id to values or SQL
@@ -110,6 +111,7 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 		if err != nil {
 			return zero, err
 		}
+		seen := r.seenStaying(ctx, before, key)
 		var rows []T
 		q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
 		for _, w := range where {
@@ -121,7 +123,7 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 				rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
 		}
 		if res.RowsAffected > 0 && len(rows) > 0 {
-			return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], nil)
+			return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], seen)
 		}
 		if g != nil {
 			// The row changed or went since it was read, or fails where:

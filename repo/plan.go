@@ -85,6 +85,11 @@ type rowChange struct {
 	// is known on both sides is patched from it (cacheaside.PatchFromLog)
 	// rather than bumped.
 	log *cacheaside.LogPos
+	// reassert says that a list the row stays in gets its line too (a
+	// patch that puts the row where it is, or a bump): the writer's table
+	// is fed by repo/cdc, whose lines may not have put the row there yet
+	// (see query_check.go). Never for a change from the log.
+	reassert bool
 	// fill, when set, is the effect that stores the row after the change
 	// (cacheaside.StoreIfVersion of after.id; from the log, StoreFromLog
 	// of after.id, or AbsentFromLog of before.id for a DELETE), done
@@ -252,7 +257,8 @@ func planLists(p *plan, ch rowChange, n int) {
 			p.allLists[i] = true
 			continue
 		}
-		if before != nil && after != nil && w.where == now.where && w.rest == now.rest && !moved {
+		same := before != nil && after != nil && w.where == now.where && w.rest == now.rest && !moved
+		if same && (!ch.reassert || now.gone) {
 			continue // the same row, the same place in the same list
 		}
 		if before != nil {

@@ -137,6 +137,30 @@ func TestPlanChange_lists(t *testing.T) {
 			})
 		}
 	}
+	// A writer whose table repo/cdc feeds re-asserts the place of a row it
+	// leaves where it was (the log's line that put it there may still be
+	// on its way), unless the row is soft-deleted (in no list); a move is
+	// planned as without it.
+	gone := func(id, where, rest string) *rowKeys {
+		k := l(id, where, rest)
+		k.lists[0].gone = true
+		return k
+	}
+	for _, c := range []struct {
+		name          string
+		before, after *rowKeys
+		lists         []string
+	}{
+		{"outside filter and order", l("1", "(3)", "a"), l("1", "(3)", "a"), []string{"(3)"}},
+		{"soft-deleted, stays so", gone("1", "(3)", "a"), gone("1", "(3)", "a"), nil},
+		{"move 3 to 7", l("1", "(3)", "a"), l("1", "(7)", "a"), []string{"(3)", "(7)"}},
+		{"reorder", l("1", "(3)", "a"), l("1", "(3)", "b"), []string{"(3)"}},
+	} {
+		got := planChange(rowChange{before: c.before, after: c.after, reassert: true}, shape{lists: 1})
+		if !slices.Equal(got.lists[0], c.lists) || got.allLists[0] {
+			t.Errorf("reassert, %s: lists = %q, all %v; want %q", c.name, got.lists[0], got.allLists[0], c.lists)
+		}
+	}
 	// Without a declared query, no list work.
 	if p := planChange(rowChange{after: l("1", "(3)", "a")}, shape{}); len(p.lists) != 0 || len(p.allLists) != 0 {
 		t.Errorf("plan without queries: %v %v", p.lists, p.allLists)

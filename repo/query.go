@@ -143,6 +143,7 @@ func NewQuery[T any, ID comparable](r *Repository[T, ID], q QueryOf) (*Query[T, 
 	}
 	l.softDel = c.softDel
 	l.patchable = !slices.ContainsFunc(l.order, func(f *schema.Field) bool { return !keyable(f) })
+	l.checkable = !slices.ContainsFunc(l.where, func(f *schema.Field) bool { return !exactFilter(f) })
 	name := c.name + ".query." + q.Name
 	ent, err := cacheaside.NewEntity[queryEntry[ID]](c.cache, name, q.Policy)
 	if err != nil {
@@ -279,7 +280,7 @@ func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T,
 	}
 	rows = make([]T, 0, len(e.IDs))
 	for _, id := range e.IDs {
-		if v, ok := got[id]; ok { // absent: deleted since, by a write this read may miss
+		if v, ok := got[id]; ok && q.l.holds(ctx, where, &v) { // absent: deleted since, by a write this read may miss
 			rows = append(rows, v)
 		}
 	}

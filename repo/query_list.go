@@ -45,6 +45,11 @@ type listQuery struct {
 	// writes through the repository patch the lists instead of bumping.
 	patchable bool
 	softDel   *schema.Field // the soft-delete column, or nil
+	// checkable says that every filter column is an integer or a bool,
+	// whose values compare in Go as in PostgreSQL: List then leaves out a
+	// row whose own values put it in another list (checkRows). A string
+	// may match under a collation (or citext) what Go calls different.
+	checkable bool
 }
 
 func (l *queryList) all() []*listQuery {

@@ -227,7 +227,7 @@ func (r *Repository[T, ID]) listReads(ctx context.Context, before *rowKeys, row 
 		}
 		if row != nil {
 			now := q.keyOf(ctx, reflect.ValueOf(row).Elem())
-			if len(wheres) == 1 && before.lists[i].rest == now.rest && before.lists[i].where == now.where {
+			if len(wheres) == 1 && before.lists[i].rest == now.rest && before.lists[i].where == now.where && !r.c.reassert() {
 				continue // the row keeps its place: no list changes
 			}
 			if !slices.Contains(wheres, now.where) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -67,6 +68,11 @@ type core[T any, ID comparable] struct {
 	// lists are the queries declared by NewQuery (the one field that
 	// changes after New; it guards itself).
 	lists queryList
+	// fedByLog says that a repo/cdc Invalidator of this process has the
+	// table registered (feed.FedByLog): the lists may lag the table by the
+	// Invalidator's lag, so a write re-asserts its row's place (see
+	// rowChange.reassert).
+	fedByLog atomic.Bool
 }
 
 // New returns the repository of T's table. T must be a GORM model with a

@@ -25,6 +25,7 @@ const AfterCommitTimeout = 5 * time.Second
 // queues only the filters' part: the TRUNCATE's InvalidateAll does the
 // rest.
 func (c *core[T, ID]) queue(w *cacheaside.Effects, ch rowChange) {
+	ch.reassert = !ch.earlierApplied && c.reassert()
 	qs := c.lists.all()
 	if ch.earlierApplied && testswitch.CDCListsOff.Load() {
 		qs = nil // a change from the log (repo/cdc) leaves the lists alone

@@ -38,3 +38,17 @@ var LogOrderOff atomic.Bool
 // then stores its row over the newer one, whenever the version records a
 // position.
 var LogStoreCompareOff atomic.Bool
+
+// ListRowCheckOff makes a cached query's List return every row its page
+// names, whatever the row's own filter values say: a row that a plain-SQL
+// change moved out of the list, whose line the Invalidator has not
+// appended yet, is then listed after a repository write that completed
+// and left it elsewhere.
+var ListRowCheckOff atomic.Bool
+
+// ListReassertOff makes a repository write of a table that repo/cdc feeds
+// leave the lists alone when it leaves its row where it read it: a row
+// that a plain-SQL change moved into a list, whose line the Invalidator
+// has not appended yet, is then missing from it after the write
+// completed.
+var ListReassertOff atomic.Bool

@@ -100,6 +100,15 @@ func New(dsn string, opts *Options) (*Invalidator, error) {
 // targets of the same table, or a target that is not a *repo.Repository
 // (a WithTx view is not one either), are an error matching
 // ErrInvalid.
+//
+// Register the repositories in every process that writes through them,
+// whether or not it runs the Invalidator: a registered repository with
+// cached queries knows that its lists lag the table by the Invalidator's
+// lag, and its writes re-assert their rows' places in the lists they
+// stay in (one line more per write, patched as a move is), so that a
+// write that completes on top of a plain-SQL move not yet applied leaves
+// the row listed where it wrote it (see "Cached queries" in package
+// repo).
 func (inv *Invalidator) Register(targets ...Target) error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
@@ -117,6 +126,7 @@ func (inv *Invalidator) Register(targets ...Target) error {
 			}
 		}
 		inv.targets = append(inv.targets, t)
+		t.FedByLog()
 	}
 	inv.addGates()
 	return nil

@@ -37,6 +37,10 @@ type table interface {
 	// Cache returns the repository's cache, for its recovery gate (see
 	// cacheaside.RecoveryGate).
 	Cache() *cacheaside.Cache
+	// FedByLog tells the repository that the Invalidator follows its
+	// table: its lists may lag the table by the Invalidator's lag, so its
+	// writes re-assert their rows' places in them.
+	FedByLog()
 }
 
 // lookup returns the table of target, a repository made by repo.New.

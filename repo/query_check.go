@@ -1,0 +1,55 @@
+package repo
+
+import (
+	"context"
+	"reflect"
+
+	"gorm.io/gorm/schema"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
+)
+
+// A list read returns the rows its page names, each read through the
+// cache, so a row is never older than a write that completed; but the
+// page may be. With repo/cdc the lists lag the table by the
+// Invalidator's lag: a plain-SQL change that moved a row out of a list is
+// in the list until the Invalidator appends its line, and a repository
+// write of the row completed meanwhile (it read the row where the
+// plain-SQL change had put it, so it patched that list alone) would leave
+// it listed there. The row itself knows better: List leaves out a row
+// whose own filter values put it in another list (holds). The other half,
+// a row moved into a list by such a change, is the write's to fix: a
+// write of a table the Invalidator feeds re-asserts its row's place even
+// when it leaves the row where it read it (rowChange.reassert).
+
+// reassert reports whether a write re-asserts its row's place in the
+// lists it stays in: when a repo/cdc Invalidator of this process has the
+// table registered.
+func (c *core[T, ID]) reassert() bool {
+	return c.fedByLog.Load() && !testswitch.ListReassertOff.Load()
+}
+
+// exactFilter reports whether values of the filter column f compare in Go
+// as PostgreSQL compares them: integers and bools (pointers to them too).
+func exactFilter(f *schema.Field) bool {
+	t := f.FieldType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// holds reports whether the list where may show row: always, unless the
+// query's filter columns are exact (checkable) and the row's values put
+// it in another list.
+func (q *listQuery) holds(ctx context.Context, where string, row any) bool {
+	if !q.checkable || testswitch.ListRowCheckOff.Load() {
+		return true
+	}
+	return encodeValues(ctx, reflect.ValueOf(row).Elem(), q.where) == where
+}
