@@ -105,8 +105,8 @@ type queryVariant struct {
 
 var queryVariants = []queryVariant{
 	{"sql", "no cache: SELECT … WHERE category_id = ? ORDER BY id LIMIT n per read; plain-SQL writes", false},
-	{"ttl_lists", "page ids cached in Redis with a TTL, no invalidation, rows through repo.GetMany (SingleFlight); writes through repo", false},
-	{"asidekit", "repo.NewQuery(by category, ORDER BY id).List, rows and lists SingleFlight; writes through repo, which patch the lists and store the rows (Options.WriteThrough)", false},
+	{"ttl_lists", "page ids cached in Redis with a TTL, no invalidation, rows through repo.GetMany (Mutex); writes through repo", false},
+	{"asidekit", "repo.NewQuery(by category, ORDER BY id).List, rows and lists Mutex (one load per miss across the processes); writes through repo, which patch the lists and store the rows (Options.WriteThrough)", false},
 	{"asidekit_cdc", "repo.NewQuery List; plain-SQL writes seen through a repo/cdc Invalidator (REPLICA IDENTITY FULL), which stores their rows from the log (Options.LogStores)", true},
 }
 

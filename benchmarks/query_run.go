@@ -70,7 +70,10 @@ func runQueryVariant(ctx context.Context, env *Env, p QueryParams, v queryVarian
 		return row, err
 	}
 	ns := env.Sub("query-" + v.name)
-	pol := cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.SingleFlight}
+	// Mutex, the recommended strategy: a row or page that misses in every
+	// process at once (a row just inserted, read by every process's next
+	// list read) loads once for the fleet, not once per process.
+	pol := cacheaside.Policy{TTL: 10 * time.Minute, NullTTL: time.Minute, Strategy: cacheaside.Mutex}
 	procs := make([]*queryProc, p.Instances)
 	for i := range procs {
 		cache, err := cacheaside.New(env.NewClient(), &cacheaside.Options{Namespace: ns})
