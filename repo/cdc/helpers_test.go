@@ -204,3 +204,17 @@ func (e *env) name(t *testing.T, id int64) string {
 	}
 	return u.Name
 }
+
+// waitWritten waits until inv has applied every transaction committed
+// before it was called (db's log position then).
+func waitWritten(ctx context.Context, db *gorm.DB, inv *cdc.Invalidator) error {
+	var pos string
+	if err := db.WithContext(ctx).Raw("SELECT pg_current_wal_lsn()::text").Scan(&pos).Error; err != nil {
+		return err
+	}
+	var lsn cdc.LSN
+	if err := lsn.Scan(pos); err != nil {
+		return err
+	}
+	return inv.Wait(ctx, lsn)
+}

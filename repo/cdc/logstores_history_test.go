@@ -258,17 +258,7 @@ func logStoresHistory(t *testing.T, pg *testcontainers.PostgresDB, rule bool) (o
 					acked[id].add(&acked[id].deletes, hAck{ver: ver, absent: true, at: begin})
 					deletes.Add(1)
 				}
-				var pos string
-				if err := db.Raw("SELECT pg_current_wal_lsn()::text").Scan(&pos).Error; err != nil {
-					fail <- err
-					return
-				}
-				var lsn cdc.LSN
-				if err := lsn.Scan(pos); err != nil {
-					fail <- err
-					return
-				}
-				if err := inv.Wait(ctx, lsn); err != nil {
+				if err := waitWritten(ctx, db, inv); err != nil {
 					fail <- err
 					return
 				}

@@ -302,17 +302,7 @@ func listsHistory(t *testing.T, pg *testcontainers.PostgresDB, lag time.Duration
 				if len(got) == 0 {
 					continue // not there (or there already): no write
 				}
-				var pos string
-				if err := db.Raw("SELECT pg_current_wal_lsn()::text").Scan(&pos).Error; err != nil {
-					fail <- err
-					return
-				}
-				var lsn cdc.LSN
-				if err := lsn.Scan(pos); err != nil {
-					fail <- err
-					return
-				}
-				if err := inv.Wait(ctx, lsn); err != nil {
+				if err := waitWritten(ctx, db, inv); err != nil {
 					fail <- err
 					return
 				}
