@@ -222,7 +222,8 @@
 // (Modify and UpdateColumns read that list's generation before their
 // statement for it). A write in a process that did not register leaves
 // the row missing from the list it joined until the Invalidator catches
-// up.
+// up. Count of the list the row left counts it until the line lands in
+// any case: a count has no rows to check.
 //
 // The limits: a write's old filter values are read before the write
 // (one more SELECT for Update, Modify, UpdateColumns, Put and Delete on a
