@@ -280,7 +280,9 @@ func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T,
 	}
 	rows = make([]T, 0, len(e.IDs))
 	for _, id := range e.IDs {
-		if v, ok := got[id]; ok && q.l.holds(ctx, where, &v) { // absent: deleted since, by a write this read may miss
+		// Left out: a row deleted since (by a write this read may miss),
+		// and one whose own values put it in another list (holds).
+		if v, ok := got[id]; ok && q.l.holds(ctx, where, &v) {
 			rows = append(rows, v)
 		}
 	}
