@@ -105,10 +105,12 @@ func New(dsn string, opts *Options) (*Invalidator, error) {
 // whether or not it runs the Invalidator: a registered repository with
 // cached queries knows that its lists lag the table by the Invalidator's
 // lag, and its writes re-assert their rows' places in the lists they
-// stay in (one line more per write, patched as a move is), so that a
-// write that completes on top of a plain-SQL move not yet applied leaves
-// the row listed where it wrote it (see "Cached queries" in package
-// repo).
+// stay in, so that a write that completes on top of a plain-SQL move not
+// yet applied leaves the row listed where it wrote it (see "Cached
+// queries" in package repo). What that costs a write that leaves its row
+// in place: the list's generation read before its statement (pipelined
+// with the other reads, if any) and one line after its COMMIT, as for a
+// move; a list takes 32 lines before the next write bumps it.
 func (inv *Invalidator) Register(targets ...Target) error {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
