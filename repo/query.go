@@ -281,9 +281,12 @@ func (q *Query[T, ID]) List(ctx context.Context, p Page, vals ...any) (rows []T,
 	rows = make([]T, 0, len(e.IDs))
 	for _, id := range e.IDs {
 		// Left out: a row deleted since (by a write this read may miss),
-		// and one whose own values put it in another list (holds).
-		if v, ok := got[id]; ok && q.l.holds(ctx, where, &v) {
-			rows = append(rows, v)
+		// and one whose own values put it in another list (holds; given
+		// the row in place, as a pointer to a local would escape).
+		if v, ok := got[id]; ok {
+			if rows = append(rows, v); !q.l.holds(ctx, args, &rows[len(rows)-1]) {
+				rows = rows[:len(rows)-1]
+			}
 		}
 	}
 	return rows, e.Next, nil

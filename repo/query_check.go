@@ -44,12 +44,47 @@ func exactFilter(f *schema.Field) bool {
 	return false
 }
 
-// holds reports whether the list where may show row: always, unless the
-// query's filter columns are exact (checkable) and the row's values put
-// it in another list.
-func (q *listQuery) holds(ctx context.Context, where string, row any) bool {
+// holds reports whether the list of the filter values vals (one per Where
+// column, of its field's type: Query.filter's) may show row, a *T:
+// always, unless the query's filter columns are exact (checkable) and the
+// row's values put it in another list. It allocates nothing: it runs for
+// every row of every page read.
+func (q *listQuery) holds(ctx context.Context, vals []any, row any) bool {
 	if !q.checkable || testswitch.ListRowCheckOff.Load() {
 		return true
 	}
-	return encodeValues(ctx, reflect.ValueOf(row).Elem(), q.where) == where
+	rv := reflect.ValueOf(row).Elem()
+	for i, f := range q.where {
+		if !sameExact(f.ReflectValueOf(ctx, rv), reflect.ValueOf(vals[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameExact reports whether a and b, integers or bools of one field's
+// type (or pointers to them), are equal; a nil pointer equals nothing (a
+// list of NULL is not cached).
+func sameExact(a, b reflect.Value) bool {
+	for a.Kind() == reflect.Pointer {
+		if a.IsNil() {
+			return false
+		}
+		a = a.Elem()
+	}
+	for b.Kind() == reflect.Pointer {
+		if b.IsNil() {
+			return false
+		}
+		b = b.Elem()
+	}
+	switch {
+	case a.CanInt() && b.CanInt():
+		return a.Int() == b.Int()
+	case a.CanUint() && b.CanUint():
+		return a.Uint() == b.Uint()
+	case a.Kind() == reflect.Bool && b.Kind() == reflect.Bool:
+		return a.Bool() == b.Bool()
+	}
+	return false
 }
