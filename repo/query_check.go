@@ -12,11 +12,11 @@ import (
 // A list read returns the rows its page names, each read through the
 // cache, so a row is never older than a write that completed; but the
 // page may be. With repo/cdc the lists lag the table by the
-// Invalidator's lag: a plain-SQL change that moved a row out of a list is
-// in the list until the Invalidator appends its line, and a repository
+// Invalidator's lag: a row that a plain-SQL change moved out of a list
+// stays in it until the Invalidator appends its line, and a repository
 // write of the row completed meanwhile (it read the row where the
-// plain-SQL change had put it, so it patched that list alone) would leave
-// it listed there. The row itself knows better: List leaves out a row
+// plain-SQL change had put it, so it patched from there) would leave it
+// listed there. The row itself knows better: List leaves out a row
 // whose own filter values put it in another list (holds). The other half,
 // a row moved into a list by such a change, is the write's to fix: a
 // write of a table the Invalidator feeds re-asserts its row's place even

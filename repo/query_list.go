@@ -47,7 +47,7 @@ type listQuery struct {
 	softDel   *schema.Field // the soft-delete column, or nil
 	// checkable says that every filter column is an integer or a bool,
 	// whose values compare in Go as in PostgreSQL: List then leaves out a
-	// row whose own values put it in another list (checkRows). A string
+	// row whose own values put it in another list (holds). A string
 	// may match under a collation (or citext) what Go calls different.
 	checkable bool
 }
