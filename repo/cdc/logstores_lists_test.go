@@ -63,7 +63,7 @@ func (l *lWrites) add(w lWrite) {
 // row is; a read may show it there or where a write begun before end
 // (of a higher version) put it.
 func (l *lWrites) judge(cat int64, begin, end time.Time, got *lrow) string {
-	want := lWrite{cat: 0}
+	var want lWrite // none acknowledged: the initial row is recorded as acknowledged at the zero time
 	for _, w := range l.ws {
 		if w.ack.Before(begin) && w.ver >= want.ver {
 			want = w
@@ -86,8 +86,8 @@ func (l *lWrites) judge(cat int64, begin, end time.Time, got *lrow) string {
 	return fmt.Sprintf("row missing from %d, where its version %d acknowledged before the read left it", cat, want.ver)
 }
 
-// String lists the writes, times in ms since start.
-func (l *lWrites) String(start time.Time) string {
+// describe lists the writes, times in ms since start.
+func (l *lWrites) describe(start time.Time) string {
 	var b strings.Builder
 	for _, w := range l.ws {
 		fmt.Fprintf(&b, "[v%d in %d, %.2f–%.2f]", w.ver, w.cat, ms(w.begin, start), ms(w.ack, start))
@@ -373,7 +373,7 @@ func listsHistory(t *testing.T, pg *testcontainers.PostgresDB, lag time.Duration
 				if why := writes[id].judge(o.cat, o.begin, o.end, o.rows[id]); why != "" {
 					if p.old++; p.first == "" {
 						p.first = fmt.Sprintf("list %d, row %d: %s (read %s; the row's writes: %s)", o.cat, id, why,
-							o.span(start), writes[id].String(start))
+							o.span(start), writes[id].describe(start))
 					}
 					break
 				}
