@@ -26,9 +26,10 @@ import (
 // Sample reads, so that a local hit stays cheap. A read from Redis fills
 // the tier only when the key's estimate reaches MinReads; at each halving
 // the promoted keys whose estimate fell under half of that are demoted.
-// The default MinReads is low (TinyLFU's doorkeeper: a key read once in a
-// while never fills the tier): it is the budget that decides how many
-// keys stay, the least valuable leaving first.
+// The default MinReads, 2, is TinyLFU's doorkeeper: a key read once in a
+// while never fills the tier, a key read twice in a window does, and it is
+// the budget that decides how many keys stay, the least valuable leaving
+// first.
 //
 // Memory: Budget bounds the estimated bytes of one entity's tier, its
 // sketch included (Budget/64 of it). An entry weighs its id, its encoded
@@ -40,7 +41,7 @@ type HotKeyPolicy struct {
 	Budget int64
 
 	// MinReads is the estimated number of reads of a key in the current
-	// window (see above) from which it is promoted. Default 4.
+	// window (see above) from which it is promoted. Default 2.
 	MinReads int
 
 	// Sample counts one local hit in Sample, as Sample reads (rounded up
@@ -56,7 +57,7 @@ type HotKeyPolicy struct {
 // Defaults of HotKeyPolicy fields.
 const (
 	DefaultHotKeyBudget   = 16 << 20
-	DefaultHotKeyMinReads = 4
+	DefaultHotKeyMinReads = 2
 	DefaultHotKeySample   = 8
 	DefaultHotKeyTTL      = 10 * time.Second
 	minHotKeyBudget       = 64 << 10
