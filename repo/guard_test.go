@@ -220,20 +220,21 @@ func TestGuard_sharedRowsHistory(t *testing.T) {
 // With the guard off the same rounds leave lists stale. List's row check
 // is off too (testswitch.ListRowCheckOff): it would hide a row left in a
 // list it moved out of, which it cannot do for a list filtered by a
-// string column. (Not parallel: the switches and the upkeep delay are
-// process-wide.)
+// string column. A play finds stale reads about one time in two on a
+// quiet machine (at its first play in 4 runs of 4 busy): up to 16 plays.
+// (Not parallel: the switches and the upkeep delay are process-wide.)
 func TestGuard_sharedRowsHistory_failsGuardOff(t *testing.T) {
 	testswitch.BeforeGuardOff.Store(true)
 	defer testswitch.BeforeGuardOff.Store(false)
 	testswitch.ListRowCheckOff.Store(true)
 	defer testswitch.ListRowCheckOff.Store(false)
-	for attempt := range 8 {
+	for attempt := range 16 {
 		if stale, reads := playSharedRows(t, 40); stale > 0 {
 			t.Logf("attempt %d: %d of %d list and row reads stale", attempt, stale, reads)
 			return
 		}
 	}
-	t.Fatal("eight plays and no stale list read with the guard off: the test proves nothing")
+	t.Fatal("16 plays and no stale list read with the guard off: the test proves nothing")
 }
 
 // playSharedRows plays rounds rounds of 6 concurrent writes on rows 1
