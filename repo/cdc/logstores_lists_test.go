@@ -167,8 +167,9 @@ func TestInvalidator_listsAndLogStoresHistory(t *testing.T) {
 }
 
 // lagRuleOff is the Invalidator's lag (the most it sleeps after each
-// transaction) in the rule-off plays, and in one rule-on case with it:
-// an old row from the log lands over a repository write that completed
+// transaction) in the rule-off plays of both LogStores histories (this
+// one and logStoresHistory), and in a rule-on case of each: an old row
+// from the log lands over a repository write that completed
 // only when the write's commit falls between the older change's commit and
 // its apply, a window of about the lag. At 3 ms a play on a quiet machine
 // found an old read within 1 to 9 plays, and a CI run (the other packages'
