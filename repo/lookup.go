@@ -163,17 +163,26 @@ func (l *lookup[ID]) where(ctx context.Context, row reflect.Value) clause.Expres
 	return clause.And(eqs...)
 }
 
+// deref follows rv's pointers to the value they point to; ok is false
+// at a nil pointer (NULL).
+func deref(rv reflect.Value) (_ reflect.Value, ok bool) {
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return rv, false
+		}
+		rv = rv.Elem()
+	}
+	return rv, true
+}
+
 // valueKey renders a column value as text for a cache id: integers in base
 // 10 and strings as they are, whatever their named type, times in UTC
 // (RFC 3339), then encoding.TextMarshaler and fmt.Stringer. ok is false
 // for NULL (a nil pointer).
 func valueKey(v any) (key string, ok bool, err error) {
-	rv := reflect.ValueOf(v)
-	for rv.Kind() == reflect.Pointer {
-		if rv.IsNil() {
-			return "", false, nil
-		}
-		rv = rv.Elem()
+	rv, ok := deref(reflect.ValueOf(v))
+	if !ok {
+		return "", false, nil
 	}
 	switch rv.Kind() {
 	case reflect.Invalid:

@@ -66,17 +66,10 @@ func (q *listQuery) holds(ctx context.Context, vals []any, row any) bool {
 // type (or pointers to them), are equal; a nil pointer equals nothing (a
 // list of NULL is not cached).
 func sameExact(a, b reflect.Value) bool {
-	for a.Kind() == reflect.Pointer {
-		if a.IsNil() {
-			return false
-		}
-		a = a.Elem()
-	}
-	for b.Kind() == reflect.Pointer {
-		if b.IsNil() {
-			return false
-		}
-		b = b.Elem()
+	a, okA := deref(a)
+	b, okB := deref(b)
+	if !okA || !okB {
+		return false
 	}
 	switch {
 	case a.CanInt() && b.CanInt():

@@ -166,14 +166,8 @@ func encodeValues(ctx context.Context, rv reflect.Value, fields []*schema.Field)
 // microsecond (PostgreSQL's precision), driver.Valuers by their value,
 // TextMarshalers by their text; NULL is "\x00null".
 func canonical(v any) string {
-	rv := reflect.ValueOf(v)
-	for rv.IsValid() && rv.Kind() == reflect.Pointer {
-		if rv.IsNil() {
-			return "\x00null"
-		}
-		rv = rv.Elem()
-	}
-	if !rv.IsValid() {
+	rv, ok := deref(reflect.ValueOf(v))
+	if !ok || !rv.IsValid() {
 		return "\x00null"
 	}
 	switch x := rv.Interface().(type) {
