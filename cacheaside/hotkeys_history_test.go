@@ -87,10 +87,11 @@ func skewedID() int {
 // (small budget, fast aging: keys are promoted and demoted all along) on a
 // skewed keyspace: readers (Get, GetMany) in each, and a writer in each
 // (the source of truth, then Invalidate or Set, then the fence: see
-// fences). It returns the reads older than a write that completed before
-// they began, and the processes' summed stats.
-func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace) ([]string, Stats, int, int) {
-	hp := HotKeyPolicy{Budget: minHotKeyBudget, MinReads: 4, Sample: 2, TTL: time.Minute}
+// fences), keys promoted from minReads reads. It returns the reads older
+// than a write that completed before they began, and the processes'
+// summed stats.
+func runHotHistory(t *testing.T, r *testcontainers.RedisNamespace, minReads int) ([]string, Stats, int, int) {
+	hp := HotKeyPolicy{Budget: minHotKeyBudget, MinReads: minReads, Sample: 2, TTL: time.Minute}
 	ents := make([]*Entity[user], hotHistProcs)
 	feeds := make([]*fences, hotHistProcs)
 	for i := range ents {
@@ -200,27 +201,39 @@ func hotHistWrite(ctx context.Context, e *Entity[user], db *historyDB, h *histor
 // began, while keys are promoted, demoted (cooled, evicted for the
 // budget, expired), invalidated and written concurrently. With the
 // promoted keys' invalidation rule off
-// (testswitch.HotKeyInvalidationOff) the same run finds stale reads.
+// (testswitch.HotKeyInvalidationOff) the same run finds stale reads. Keys
+// are promoted from the default MinReads and from 4 (fewer promotions,
+// more demotions by cooling).
 func TestHotKeys_history(t *testing.T) {
 	t.Parallel()
-	backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
-		bad, s, reads, writes := runHotHistory(t, r)
-		t.Logf("%d reads, %d writes; local hits %d (ratio %.2f), promotions %d, demotions %d, invalidations %d; %d stale",
-			reads, writes, s.LocalHits, s.LocalHitRatio(), s.HotPromotions, s.HotDemotions, s.LocalInvalidations, len(bad))
-		if len(bad) > 0 {
-			t.Fatalf("%d stale reads, first: %s", len(bad), bad[0])
-		}
-	})
+	for _, minReads := range hotHistMinReads {
+		t.Run("minReads="+strconv.Itoa(minReads), func(t *testing.T) {
+			t.Parallel()
+			backends(t, func(t *testing.T, r *testcontainers.RedisNamespace) {
+				bad, s, reads, writes := runHotHistory(t, r, minReads)
+				t.Logf("%d reads, %d writes; local hits %d (ratio %.2f), promotions %d, demotions %d, invalidations %d; %d stale",
+					reads, writes, s.LocalHits, s.LocalHitRatio(), s.HotPromotions, s.HotDemotions, s.LocalInvalidations, len(bad))
+				if len(bad) > 0 {
+					t.Fatalf("%d stale reads, first: %s", len(bad), bad[0])
+				}
+			})
+		})
+	}
 }
+
+// hotHistMinReads are the MinReads the history runs with.
+var hotHistMinReads = []int{DefaultHotKeyMinReads, 4}
 
 func TestHotKeys_history_ruleOff(t *testing.T) {
 	// Not parallel: the switch is global to the package.
 	r := testcontainers.Redis(t)
 	testswitch.HotKeyInvalidationOff.Store(true)
 	defer testswitch.HotKeyInvalidationOff.Store(false)
-	bad, s, reads, writes := runHotHistory(t, r)
-	t.Logf("rule off: %d reads, %d writes, promotions %d, demotions %d; %d stale", reads, writes, s.HotPromotions, s.HotDemotions, len(bad))
-	if len(bad) == 0 {
-		t.Fatal("no stale read with the promoted keys' invalidation off: the history test cannot see the rule")
+	for _, minReads := range hotHistMinReads {
+		bad, s, reads, writes := runHotHistory(t, r, minReads)
+		t.Logf("rule off, MinReads %d: %d reads, %d writes, promotions %d, demotions %d; %d stale", minReads, reads, writes, s.HotPromotions, s.HotDemotions, len(bad))
+		if len(bad) == 0 {
+			t.Fatalf("MinReads %d: no stale read with the promoted keys' invalidation off: the history test cannot see the rule", minReads)
+		}
 	}
 }
