@@ -38,7 +38,7 @@ type Entity[T any] struct {
 	getEntry   func(context.Context, string) (fetched[T], error)
 	copySafe   bool           // T shares nothing when copied: a shared GET decodes once (see fetched)
 	direct     commitGroup[T] // fail-open loads
-	refreshing sync.Map       // id -> struct{}: refreshes running in this process
+	refreshing sync.Map       // id -> struct{}: refreshes claimed in this process (see claimRefresh)
 
 	local *localTier[T] // near cache: Policy.Local's, or the automatic one of Options.HotKeys; nil for neither
 }
