@@ -63,7 +63,8 @@ func TestRefresh_heldElsewhereAskedOnce(t *testing.T) {
 			a := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p) // refreshes
 			hook := &leaseCalls{}
 			bc := newCache(t, r.NewClient(t), r.Namespace, nil) // reads
-			bc.recheck = time.Hour                              // a second lease call would be this test's failure, not a re-check
+			// A second lease call would be this test's failure, not a re-check.
+			bc.recheck = time.Hour
 			bc.client.AddHook(hook)
 			b := newEntity[user](t, bc, "user", p)
 			if tc.strategy == EarlyRefresh {
