@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // ErrConditionFailed is returned by Modify when the row exists but does
@@ -78,8 +80,9 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 // absent row is ErrNotFound; a row that fails a condition is
 // ErrConditionFailed, and nothing is written. When the UPDATE found no
 // row, one statement tells which; a row that meets the conditions by then
-// (changed, or deleted and inserted again, meanwhile) is updated again, up
-// to 3 times in all.
+// (changed, or deleted and inserted again, meanwhile) is locked (SELECT …
+// FOR UPDATE, in a transaction) and updated again: the answer is then
+// what the row was under the lock.
 func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]any, where ...clause.Expression) (T, error) {
 	if err := r.c.open("Modify"); err != nil {
 		return *new(T), err
@@ -106,57 +109,83 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	if err := r.c.checkSet(cols); err != nil {
 		return zero, err
 	}
-	for try := 1; ; try++ {
-		before, g, err := r.readBefore(ctx, id, key)
-		if err != nil {
-			return zero, err
-		}
-		seen := r.seenStaying(ctx, before, key)
-		var rows []T
-		q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
-		for _, w := range where {
-			q = q.Where(w)
-		}
-		res := q.Updates(cols)
-		if res.Error != nil {
-			return zero, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
-				rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
-		}
-		if res.RowsAffected > 0 && len(rows) > 0 {
-			return rows[0], r.upkeep(ctx, r.existing(before, key), &rows[0], seen)
-		}
-		if g != nil {
-			// The row changed or went since it was read, or fails where:
-			// the run in a transaction tells which.
-			var row T
-			err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
-				row, err = tx.Modify(ctx, id, set, where...)
-				return err
-			})
-			return row, err
-		}
-		if len(where) == 0 {
-			// No condition to fail: the row was absent when the UPDATE
-			// ran (a count now could find it inserted again since).
-			return zero, notFoundErr(r.c.name, key)
-		}
-		meets, err := r.whyUnmodified(ctx, id, key, where)
-		if !meets || try == modifyTries {
-			return zero, err
-		}
-		// The row meets where now (inserted again, or changed, since the
-		// UPDATE): run it again.
+	row, meets, err := r.modifyOnce(ctx, id, key, set, cols, where)
+	if !meets || testswitch.ModifyLockOff.Load() {
+		return row, err
 	}
+	// The row meets where by now: it was absent when the UPDATE ran and
+	// came back since, or it failed where then and changed since. Lock it
+	// and run the UPDATE again: the UPDATE, and the reason it gives if it
+	// changes nothing, then see the same row.
+	err = r.inTx(ctx, func(tx *Repository[T, ID]) error {
+		if err := tx.lockRow(ctx, id, key); err != nil {
+			return err
+		}
+		row, _, err = tx.modifyOnce(ctx, id, key, set, cols, where)
+		return err
+	})
+	return row, err
 }
 
-// modifyTries bounds Modify's UPDATEs of a row that met its conditions
-// each time they had found nothing.
-const modifyTries = 3
+// modifyOnce is one UPDATE of Modify (cols are set's columns by database
+// name). When it changes nothing, meets reports that the row meets where
+// by the time it was asked why (see whyUnmodified); err is then
+// ErrConditionFailed.
+func (r *Repository[T, ID]) modifyOnce(ctx context.Context, id ID, key string, set, cols map[string]any, where []clause.Expression) (row T, meets bool, err error) {
+	before, g, err := r.readBefore(ctx, id, key)
+	if err != nil {
+		return row, false, err
+	}
+	seen := r.seenStaying(ctx, before, key)
+	var rows []T
+	q := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id))
+	for _, w := range where {
+		q = q.Where(w)
+	}
+	res := q.Updates(cols)
+	if res.Error != nil {
+		return row, false, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
+			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
+	}
+	if res.RowsAffected > 0 && len(rows) > 0 {
+		return rows[0], false, r.upkeep(ctx, r.existing(before, key), &rows[0], seen)
+	}
+	if g != nil {
+		// The row changed or went since it was read, or fails where: the
+		// run in a transaction, whose read locks the row, tells which.
+		err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
+			row, err = tx.Modify(ctx, id, set, where...)
+			return err
+		})
+		return row, false, err
+	}
+	if len(where) == 0 {
+		// No condition to fail: the row was absent when the UPDATE ran (a
+		// count now could find it inserted again since).
+		return row, false, notFoundErr(r.c.name, key)
+	}
+	meets, err = r.whyUnmodified(ctx, id, key, where)
+	return row, meets, err
+}
+
+// lockRow locks row key for the rest of the transaction r is in (SELECT …
+// FOR UPDATE), or returns ErrNotFound when there is none.
+func (r *Repository[T, ID]) lockRow(ctx context.Context, id ID, key string) error {
+	var rows []T
+	err := r.conn(ctx).Clauses(clause.Locking{Strength: "UPDATE"}).Select(r.c.pk.DBName).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error
+	if err != nil {
+		return wrapErr(subject(r.c.name, key)+": modify", dbErr(err))
+	}
+	if len(rows) == 0 {
+		return notFoundErr(r.c.name, key)
+	}
+	return nil
+}
 
 // whyUnmodified says, in one statement (one snapshot), why Modify's
 // UPDATE with conditions where found no row: absent (ErrNotFound), failing
 // where (ErrConditionFailed), or meeting where by now (meets, and err is
-// ErrConditionFailed for the caller that runs out of tries). Two counts
+// ErrConditionFailed). Two counts
 // in two statements could see a row absent at the UPDATE and inserted
 // again before the count as a failed condition.
 func (r *Repository[T, ID]) whyUnmodified(ctx context.Context, id ID, key string, where []clause.Expression) (meets bool, err error) {

@@ -21,3 +21,10 @@ var BeforeGuardOff atomic.Bool
 // bumps them: a COMMIT that did not happen then leaves lines that list
 // its rows where the table never had them.
 var UnknownBumpOff atomic.Bool
+
+// ModifyLockOff switches off Modify's locked run (package repo, modify.go):
+// a Modify whose conditional UPDATE found no row, of a row that meets the
+// conditions by the time Modify asks why (deleted and inserted again, or
+// changed, meanwhile), then answers ErrConditionFailed, though the row
+// never failed them.
+var ModifyLockOff atomic.Bool
