@@ -157,7 +157,11 @@
 // loader that ignores its cancelled context, a lost :lock key, or a
 // failing Redis (the fail-open path loads without a lease) can let a
 // second load happen; each lapsed lease is counted (Stats.LeasesLost)
-// when its holder stores or gives up.
+// when its holder stores or gives up. A refresh (AsyncRefresh,
+// EarlyRefresh) that finds the lease held by another caller leaves the
+// id's refreshes in this process to it for 100 ms (the waiters' re-check
+// period): the reads of the stale or due entry meanwhile send no lease
+// call.
 //
 // Shared loads in one process (SingleFlight, and the local side of Mutex)
 // keep the guarantee too: a caller that joined a load after the Redis step
