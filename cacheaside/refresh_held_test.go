@@ -59,6 +59,7 @@ func TestRefresh_heldElsewhereAskedOnce(t *testing.T) {
 			t.Parallel()
 			p := refreshTestPolicy
 			p.Strategy = tc.strategy
+			p.LockTTL = time.Minute // a's lease must not lapse on a starved machine: b would take it
 			r := testcontainers.Redis(t)
 			a := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p) // refreshes
 			hook := &leaseCalls{}
