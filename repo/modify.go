@@ -185,9 +185,9 @@ func (r *Repository[T, ID]) lockRow(ctx context.Context, id ID, key string) erro
 // whyUnmodified says, in one statement (one snapshot), why Modify's
 // UPDATE with conditions where found no row: absent (ErrNotFound), failing
 // where (ErrConditionFailed), or meeting where by now (meets, and err is
-// ErrConditionFailed). Two counts
-// in two statements could see a row absent at the UPDATE and inserted
-// again before the count as a failed condition.
+// ErrConditionFailed). Two counts in two statements could see a row
+// absent at the UPDATE and inserted again before the count as a failed
+// condition.
 func (r *Repository[T, ID]) whyUnmodified(ctx context.Context, id ID, key string, where []clause.Expression) (meets bool, err error) {
 	var n struct{ Found, Meets int64 }
 	q := r.conn(ctx).Model(new(T)).Select("count(*) AS found, coalesce(sum(CASE WHEN ? THEN 1 ELSE 0 END), 0) AS meets", clause.And(where...)).Where(r.c.pkEq(id))
