@@ -52,10 +52,9 @@ type modifyCall struct {
 	got        rowClass // what the answer says the row was: modified (meets), ErrNotFound, ErrConditionFailed
 }
 
-// modifyScene is one table of the Modify history: its rows' names and
-// the SQL that changes their class.
+// modifyScene is one table of the Modify history: the SQL that changes
+// its rows' class, and the Modify under test.
 type modifyScene struct {
-	name   string
 	table  string
 	column string // the quantity column the condition reads
 	insert func(id string, qty int64) (string, []any)
@@ -268,7 +267,7 @@ func stockScene(t *testing.T, e *env) modifyScene {
 	}
 	t.Cleanup(func() { _ = stock.Close() })
 	return modifyScene{
-		name: "stock", table: "stock_rows", column: "qty",
+		table: "stock_rows", column: "qty",
 		insert: func(id string, qty int64) (string, []any) {
 			return "INSERT INTO stock_rows (id, qty) VALUES (?, ?)", []any{id, qty}
 		},
@@ -283,7 +282,7 @@ func productScene(t *testing.T, e *env) modifyScene {
 	t.Helper()
 	products := e.products(t, repo.Options{})
 	return modifyScene{
-		name: "products", table: "products", column: "price",
+		table: "products", column: "price",
 		insert: func(id string, qty int64) (string, []any) {
 			return "INSERT INTO products (id, slug, name, price) VALUES (?, ?, 'p', ?)", []any{id, "s-" + id, qty}
 		},
