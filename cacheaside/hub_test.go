@@ -11,12 +11,16 @@ import (
 	"github.com/asidekit/asidekit/testcontainers"
 )
 
-// scriptCalls counts the script commands (EVALSHA, EVAL) a client sends.
-type scriptCalls struct{ n atomic.Int64 }
+// scriptCalls counts the script commands (EVALSHA, EVAL) a client sends,
+// those that only accepts when it is set (isLeaseCall: lease.lua's).
+type scriptCalls struct {
+	n    atomic.Int64
+	only func(redis.Cmder) bool
+}
 
 func (h *scriptCalls) count(cmds ...redis.Cmder) {
 	for _, c := range cmds {
-		if name := c.Name(); name == "evalsha" || name == "eval" {
+		if name := c.Name(); (name == "evalsha" || name == "eval") && (h.only == nil || h.only(c)) {
 			h.n.Add(1)
 		}
 	}

@@ -83,9 +83,10 @@ func (e *Entity[T]) earlyRefresh(ctx context.Context, r request[T], cur T, obser
 	if !e.claimRefresh(r.id) {
 		return cur
 	}
-	held := false
+	var v T
+	var loaded, held bool
 	defer func() { e.endRefresh(r.id, held) }() // a loader's runtime.Goexit too
-	v, loaded, held := e.refresh(ctx, r, observed)
+	v, loaded, held = e.refresh(ctx, r, observed)
 	if loaded {
 		return v
 	}

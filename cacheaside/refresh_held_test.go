@@ -3,40 +3,11 @@ package cacheaside
 import (
 	"context"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/asidekit/asidekit/testcontainers"
 )
-
-// leaseCalls is a go-redis hook that counts the lease.lua calls its client
-// sends (a pipeline of them counts once per call).
-type leaseCalls struct{ n atomic.Int64 }
-
-func (h *leaseCalls) count(cmds ...redis.Cmder) {
-	for _, c := range cmds {
-		if isLeaseCall(c) {
-			h.n.Add(1)
-		}
-	}
-}
-
-func (h *leaseCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *leaseCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *leaseCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.count(cmds...)
-		return next(ctx, cmds)
-	}
-}
 
 // While one process refreshes an entry (its loader held), another that
 // reads the entry many times asks for the lease once: having found it
@@ -62,7 +33,7 @@ func TestRefresh_heldElsewhereAskedOnce(t *testing.T) {
 			p.LockTTL = time.Minute // a's lease must not lapse on a starved machine: b would take it
 			r := testcontainers.Redis(t)
 			a := newEntity[user](t, newCache(t, r.NewClient(t), r.Namespace, nil), "user", p) // refreshes
-			hook := &leaseCalls{}
+			hook := &scriptCalls{only: isLeaseCall}
 			bc := newCache(t, r.NewClient(t), r.Namespace, nil) // reads
 			// A second lease call would be this test's failure, not a re-check.
 			bc.recheck = time.Hour
