@@ -15,13 +15,29 @@ import (
 
 // clusterNode starts a redis-server of its own in cluster mode (a private
 // cluster: the shared one is not resharded) and returns a client of it.
-// The test is skipped without a redis-server binary on PATH.
+// The test is skipped without a redis-server binary on PATH. A server that
+// exits before it answers (its port, or its bus port, taken by another
+// test between the pick and the start) is started again on another port.
 func clusterNode(t *testing.T) *redis.Client {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("no redis-server on PATH for a private cluster")
 	}
+	for try := 1; ; try++ {
+		if c := startClusterNode(t, bin); c != nil {
+			return c
+		}
+		if try == 5 {
+			t.Fatal("no private cluster node answered in 5 starts")
+		}
+	}
+}
+
+// startClusterNode starts one cluster-mode redis-server on a free port and
+// waits until it answers (its client) or exits (nil).
+func startClusterNode(t *testing.T, bin string) *redis.Client {
+	t.Helper()
 	var port int
 	for port == 0 || port > 55000 { // the cluster bus listens on port + 10000
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -31,18 +47,32 @@ func clusterNode(t *testing.T) *redis.Client {
 		port = l.Addr().(*net.TCPAddr).Port
 		_ = l.Close()
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", t.TempDir(),
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
 		"--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
 	t.Cleanup(func() { _ = c.Close() })
-	waitFor(t, 10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil })
-	return c
+	ready := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		return c.Ping(context.Background()).Err() == nil
+	}
+	waitFor(t, 10*time.Second, ready)
+	select {
+	case <-exited:
+		return nil
+	default:
+		return c
+	}
 }
 
 func clusterInfoHas(c *redis.Client, want ...string) bool {
