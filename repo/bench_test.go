@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/repo"
 	"github.com/asidekit/asidekit/testcontainers"
 )
@@ -63,19 +64,44 @@ func BenchmarkRepository_GetMany_hit100(b *testing.B) {
 	}
 }
 
-// An Update of a cached row, as a service's write of a hot key: the read
-// of its unique key and version before the statement, the UPDATE, and the
-// upkeep after the COMMIT (the row's and its email mapping's invalidation,
-// the filters' repair), each waited for.
+// Updates of rows written blindly (no read since the last write: the row
+// is not cached), as a batch job writes: the read of the row's unique key
+// before the statement (its cached value, missing, then a SELECT), the
+// UPDATE, and the upkeep after the COMMIT (the row's and its email
+// mapping's invalidation, the filters' repair), each waited for.
+// "select" has the read from the cache off (testswitch.CachedBeforeOff):
+// the SELECT alone.
 func BenchmarkRepository_Update(b *testing.B) {
-	users, ids := benchUsers(b, 100)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		id := ids[i%len(ids)]
-		u := sample.User{ID: id, Email: fmt.Sprintf("b%d@example.com", i%len(ids)), Name: fmt.Sprint("Bench", i)}
-		if err := users.Update(ctx, &u); err != nil {
-			b.Fatal(err)
-		}
+	benchUpdate(b, false)
+}
+
+// A Get then an Update of the row, as a service's read-modify-write: the
+// Update reads the row's unique key from the value the Get cached, with
+// no SELECT ("select": with a SELECT, the read from the cache off).
+func BenchmarkRepository_GetThenUpdate(b *testing.B) {
+	benchUpdate(b, true)
+}
+
+func benchUpdate(b *testing.B, read bool) {
+	for _, off := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cached", true: "select"}[off], func(b *testing.B) {
+			testswitch.CachedBeforeOff.Store(off)
+			defer testswitch.CachedBeforeOff.Store(false)
+			users, ids := benchUsers(b, 100)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				id := ids[i%len(ids)]
+				if read {
+					if _, err := users.Get(ctx, id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				u := sample.User{ID: id, Email: fmt.Sprintf("b%d@example.com", i%len(ids)), Name: fmt.Sprint("Bench", i)}
+				if err := users.Update(ctx, &u); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -58,19 +58,23 @@ func TestRepository_GetBy(t *testing.T) {
 		t.Fatalf("GetBy of the new email = %+v, %v", got, err)
 	}
 
-	// An update that keeps the email invalidates the row and drops the
-	// email's mapping too (a cached "not found" that another process's
-	// pending upkeep still owes goes with it), in one round trip (two
-	// entities of one Cache share a pipeline; on one node, with the same
-	// version TTL, one script call); the next GetBy reloads both: the
-	// mapping's SELECT of the id, the row's.
+	// An update that keeps the email reads the row's email from its
+	// cached value (one GET, no SELECT: cachedBefore), then invalidates
+	// the row and drops the email's mapping too (a cached "not found"
+	// that another process's pending upkeep still owes goes with it), in
+	// one round trip (two entities of one Cache share a pipeline; on one
+	// node, with the same version TTL, one script call); the next GetBy
+	// reloads both: the mapping's SELECT of the id, the row's.
 	u.Name = "Grace H."
 	e.reset()
 	if err := users.Update(ctx, &u); err != nil {
 		t.Fatal(err)
 	}
-	if n, trips := e.cmds.count("evalsha"), e.cmds.roundTrips(); n != 1 || trips != 1 {
-		t.Fatalf("update without an email change: %d scripts in %d round trips, want 1 in 1 (the row's invalidation and the mapping's drop): %v", n, trips, e.cmds.tripLog)
+	if n, trips, gets := e.cmds.count("evalsha"), e.cmds.roundTrips(), e.cmds.count("get"); n != 1 || trips != 2 || gets != 1 {
+		t.Fatalf("update without an email change: %d GETs, %d scripts in %d round trips, want 1 GET (the cached row), then 1 script in 1 (the row's invalidation and the mapping's drop): %v", gets, n, trips, e.cmds.tripLog)
+	}
+	if n := e.sql.Count("SELECT"); n != 0 {
+		t.Fatalf("update of a cached row ran %d SELECTs, want 0", n)
 	}
 	e.reset()
 	if got, _ := users.GetBy(ctx, "email", u.Email); got.Name != "Grace H." {

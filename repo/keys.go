@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/asidekit/asidekit/internal/rowchange"
+	"github.com/asidekit/asidekit/internal/testswitch"
 )
 
 // keysOfRow returns row's cache ids: its primary key's and one per lookup.
@@ -200,10 +201,14 @@ func (c *core[T, ID]) keysBy(ctx context.Context, strict bool, set func(f *schem
 // queries, the row is locked (FOR UPDATE), so that no concurrent writer
 // can move it between this read and the write; outside a transaction the
 // guard returned makes the write's statement change the row only as read
-// (see guard).
+// (see guard). Outside a transaction, a repository without declared
+// queries first looks for the row in its cache (cachedBefore).
 func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (*rowKeys, guard, error) {
 	if len(r.c.lookups) == 0 && r.c.lists.len() == 0 {
 		return &rowKeys{id: key}, nil, nil
+	}
+	if k, g := r.cachedBefore(ctx, key); k != nil {
+		return k, g, nil
 	}
 	var rows []T
 	if err := r.lockBefore(r.conn(ctx)).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
@@ -222,6 +227,39 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 		g = r.c.guardOf(ctx, rv)
 	}
 	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, rv)}, g, nil
+}
+
+// cachedBefore is readBefore from the entity cache, without a SELECT:
+// the row's unique keys as its cached value holds them, and the guard of
+// those values, when the row is cached (Entity.Cached: near cache, else
+// one Redis GET) and the guard holds every column read. A cached value
+// may be older than the row (a write in flight, or a plain-SQL one): the
+// guarded statement then changes nothing and the write runs again in a
+// transaction that reads the row locked, as for a row changed between a
+// SELECT and the statement. nil when the row is not cached, in a
+// transaction (whose read locks the row), with declared queries (their
+// places are read from the database), or when a column of the guard
+// would be left out (a type "=" may not compare as read).
+func (r *Repository[T, ID]) cachedBefore(ctx context.Context, key string) (*rowKeys, guard) {
+	if r.tx != nil || r.c.lists.len() > 0 || testswitch.CachedBeforeOff.Load() {
+		return nil, nil
+	}
+	row, ok := r.c.ent.Cached(ctx, key)
+	if !ok {
+		return nil, nil
+	}
+	g := r.c.guardOf(ctx, reflect.ValueOf(&row).Elem())
+	switch {
+	case testswitch.CachedBeforeUnguarded.Load():
+		g = nil // the rule off: the cached values trusted as read
+	case len(g) != len(r.c.keyCols())-1:
+		return nil, nil
+	}
+	uks, err := r.c.uniqueKeysOf(ctx, &row)
+	if err != nil {
+		return nil, nil
+	}
+	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, reflect.ValueOf(&row).Elem())}, g
 }
 
 // readBeforeMany is readBefore for the rows of batch, with one SELECT …

@@ -28,3 +28,16 @@ var UnknownBumpOff atomic.Bool
 // changed, meanwhile), then answers ErrConditionFailed, though the row
 // never failed them.
 var ModifyLockOff atomic.Bool
+
+// CachedBeforeOff switches off the read of a row's unique columns from
+// the cache before a write (package repo, keys.go cachedBefore): every
+// write of a repository with unique keys reads them with a SELECT, as
+// before. Benchmarks and statement counts compare the two.
+var CachedBeforeOff atomic.Bool
+
+// CachedBeforeUnguarded makes cachedBefore trust the cached row without
+// guarding the statement by it (package repo, keys.go): a write over a row
+// whose cached value is older than the table (a plain-SQL change, a write
+// in flight) then invalidates the mappings of the unique values the
+// cache held, not those the row had, and the old ones keep pointing at it.
+var CachedBeforeUnguarded atomic.Bool
