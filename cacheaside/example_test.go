@@ -133,6 +133,24 @@ func ExampleEntity_Invalidate() {
 	// Grace Hopper
 }
 
+// Cached looks without loading: a writer that wants the row's old values,
+// say, takes them from the cache when it has them.
+func ExampleEntity_Cached() {
+	c, cleanup := exampleCache()
+	defer cleanup()
+	users, _ := cacheaside.NewEntity[User](c, "user", cacheaside.Policy{})
+	ctx := context.Background()
+	_, ok := users.Cached(ctx, "2")
+	fmt.Println(ok)
+	_, _ = users.Get(ctx, "2", loadUser)
+	u, ok := users.Cached(ctx, "2")
+	fmt.Println(u.Name, ok)
+	// Output:
+	// false
+	//   (db query for 2)
+	// Grace true
+}
+
 // A hot key read by many goroutines: concurrent Gets of a key share GETs
 // (each still sent after its readers began), so the key costs about one
 // GET per round trip instead of one per Get. No option is needed.
