@@ -207,8 +207,10 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 	if len(r.c.lookups) == 0 && r.c.lists.len() == 0 {
 		return &rowKeys{id: key}, nil, nil
 	}
-	if k, g := r.cachedBefore(ctx, key); k != nil {
-		return k, g, nil
+	if r.tx == nil && r.c.lists.len() == 0 { // (a transaction's read locks the row)
+		if k, g := r.cachedBefore(ctx, key); k != nil {
+			return k, g, nil
+		}
 	}
 	var rows []T
 	if err := r.lockBefore(r.conn(ctx)).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
@@ -236,19 +238,21 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 // may be older than the row (a write in flight, or a plain-SQL one): the
 // guarded statement then changes nothing and the write runs again in a
 // transaction that reads the row locked, as for a row changed between a
-// SELECT and the statement. nil when the row is not cached, in a
-// transaction (whose read locks the row), with declared queries (their
-// places are read from the database), or when a column of the guard
-// would be left out (a type "=" may not compare as read).
+// SELECT and the statement. readBefore calls it outside transactions
+// (whose read locks the row) and without declared queries (their places
+// are read from the database). nil when the row is not cached, or when a
+// column of the guard would be left out (a type "=" may not compare as
+// read).
 func (r *Repository[T, ID]) cachedBefore(ctx context.Context, key string) (*rowKeys, guard) {
-	if r.tx != nil || r.c.lists.len() > 0 || testswitch.CachedBeforeOff.Load() {
+	if testswitch.CachedBeforeOff.Load() {
 		return nil, nil
 	}
 	row, ok := r.c.ent.Cached(ctx, key)
 	if !ok {
 		return nil, nil
 	}
-	g := r.c.guardOf(ctx, reflect.ValueOf(&row).Elem())
+	rv := reflect.ValueOf(&row).Elem()
+	g := r.c.guardOf(ctx, rv)
 	switch {
 	case testswitch.CachedBeforeUnguarded.Load():
 		g = nil // the rule off: the cached values trusted as read
@@ -259,7 +263,7 @@ func (r *Repository[T, ID]) cachedBefore(ctx context.Context, key string) (*rowK
 	if err != nil {
 		return nil, nil
 	}
-	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, reflect.ValueOf(&row).Elem())}, g
+	return &rowKeys{id: key, uks: uks, lists: r.c.lists.keysOf(ctx, rv)}, g
 }
 
 // readBeforeMany is readBefore for the rows of batch, with one SELECT …
