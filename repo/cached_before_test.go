@@ -128,9 +128,9 @@ func playStaleCachedSlug(t *testing.T) (duplicate bool) {
 
 // TestCachedBefore_history: three processes write the slugs of 3 rows
 // (Update, Put, Modify and UpdateColumns, each row's slugs from a pool of
-// its own, so that no two rows collide) while readers fill the rows'
-// cache and the slugs' mappings (Get, GetBy); upkeeps land out of commit
-// order, so a write often reads a row's slug from a cached value that
+// its own, so that no two rows collide) while a reader in each fills the
+// rows' cache and the slugs' mappings (Get, GetBy); upkeeps land out of
+// commit order, so a write often reads a row's slug from a cached value that
 // another process's committed write has not invalidated yet. After each
 // round, with every write returned, InsertIfAbsent of each slug in every
 // process must answer as the table does: duplicate exactly when a row
@@ -199,17 +199,36 @@ func playCachedBeforeHistory(t *testing.T, rounds int) (wrong, asked int) {
 					errs <- fmt.Errorf("round %d: %w", round, err)
 				}
 			})
-			wg.Go(func() { // readers fill the rows and the mappings
-				r, row := rs[rand.IntN(3)], rand.IntN(rows)
-				if _, err := r.Get(ctx, id(row)); err != nil {
-					errs <- err
-				}
-				if _, err := r.GetBy(ctx, "slug", slug(row, rand.IntN(slugs))); err != nil && !errors.Is(err, repo.ErrNotFound) {
-					errs <- err
+		}
+		// Readers fill the rows and the mappings while the writes run.
+		done := make(chan struct{})
+		var readers sync.WaitGroup
+		for p := range rs {
+			readers.Go(func() {
+				r := rs[p]
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					row := rand.IntN(rows)
+					if _, err := r.Get(ctx, id(row)); err != nil {
+						errs <- err
+						return
+					}
+					for k := range slugs {
+						if _, err := r.GetBy(ctx, "slug", slug(row, k)); err != nil && !errors.Is(err, repo.ErrNotFound) {
+							errs <- err
+							return
+						}
+					}
 				}
 			})
 		}
 		wg.Wait()
+		close(done)
+		readers.Wait()
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
