@@ -126,9 +126,9 @@ func playStaleCachedSlug(t *testing.T) (duplicate bool) {
 	return !inserted
 }
 
-// TestCachedBefore_history: three processes write the slugs of 3 rows
-// (Update, Put, Modify and UpdateColumns, each row's slugs from a pool of
-// its own, so that no two rows collide) while a reader in each fills the
+// TestCachedBefore_history: three processes (one writing through) write
+// the slugs of 3 rows (Update, Put, Modify and UpdateColumns, each row's
+// slugs from a pool of its own, so that no two rows collide) while a reader in each fills the
 // rows' cache and the slugs' mappings (Get, GetBy); upkeeps land out of
 // commit order, so a write often reads a row's slug from a cached value that
 // another process's committed write has not invalidated yet. After each
@@ -162,9 +162,9 @@ func playCachedBeforeHistory(t *testing.T, rounds int) (wrong, asked int) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rs := []*repo.Repository[product, string]{e.products(t, repo.Options{})}
-	for range 2 {
+	for i := range 2 { // the third process writes its rows through: its cache holds what it wrote
 		pe := newEnvOn(t, e.db, e.rdb, e.ns)
-		rs = append(rs, pe.products(t, repo.Options{}))
+		rs = append(rs, pe.products(t, repo.Options{WriteThrough: i == 1}))
 	}
 	const rows, slugs = 3, 4
 	slug := func(row, k int) string { return fmt.Sprintf("r%d-%d", row, k) }
