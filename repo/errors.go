@@ -83,11 +83,7 @@ func dbErr(err error) error {
 	if err == nil || errors.Is(err, ErrDuplicate) {
 		return err
 	}
-	dup := errors.Is(err, gorm.ErrDuplicatedKey)
-	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
-	if errors.As(err, &pg) && pg.SQLState() == "23505" {
-		dup = true
-	}
+	dup := errors.Is(err, gorm.ErrDuplicatedKey) || sqlState(err) == "23505"
 	var lite interface{ Code() int } // modernc.org/sqlite's *Error
 	if errors.As(err, &lite) && (lite.Code() == sqliteConstraintUnique || lite.Code() == sqliteConstraintPrimaryKey) {
 		dup = true
@@ -112,3 +108,15 @@ func (e *repoError) Unwrap() error { return e.err }
 func wrapErr(what string, err error) error {
 	return &repoError{msg: "repo: " + what + ": " + strings.TrimPrefix(err.Error(), "repo: "), err: err}
 }
+
+// sqlState is PostgreSQL's SQLSTATE of err ("" for none).
+func sqlState(err error) string {
+	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
+	if errors.As(err, &pg) {
+		return pg.SQLState()
+	}
+	return ""
+}
+
+// isDeadlock reports PostgreSQL's "deadlock detected".
+func isDeadlock(err error) bool { return sqlState(err) == "40P01" }

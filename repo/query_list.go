@@ -190,12 +190,12 @@ func canonical(v any) string {
 }
 
 // lockBefore makes db's read of a row before a write lock the row, in a
-// transaction on PostgreSQL with declared queries: the row's old place in
-// the lists is then the one the write replaces, whatever concurrent
-// writers do. Outside a transaction the read cannot lock (see "Cached
-// queries" in the package doc).
+// transaction on PostgreSQL with declared queries (or in putLocked's): the
+// row's old place in the lists is then the one the write replaces,
+// whatever concurrent writers do. Outside a transaction the read cannot
+// lock (see "Cached queries" in the package doc).
 func (r *Repository[T, ID]) lockBefore(db *gorm.DB) *gorm.DB {
-	if r.tx == nil || r.c.lists.len() == 0 || db.Dialector.Name() != "postgres" {
+	if r.tx == nil || (r.c.lists.len() == 0 && !r.lockRows) || db.Dialector.Name() != "postgres" {
 		return db
 	}
 	return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})

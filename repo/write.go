@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm/clause"
@@ -104,7 +105,12 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 // every column (INSERT … ON CONFLICT (pk) DO UPDATE), then does Create's
 // upkeep and Update's invalidations. A zero primary key is a Create. On
 // return v holds the row as stored, timestamps included (GORM's upsert sets
-// updated_at itself and keeps an existing row's created_at).
+// updated_at itself and keeps an existing row's created_at). On
+// PostgreSQL, outside a transaction, a Put of a table with unique keys
+// whose upsert fails as a duplicate or a deadlock runs again in a
+// transaction that reads the row locked first: concurrent writes of one
+// row can make PostgreSQL report a duplicate of another unique column that
+// no other row holds.
 func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if err := r.c.open("Put"); err != nil {
 		return err
@@ -143,13 +149,52 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 		Where:     g.where(),
 	}, clause.Returning{}).Create(v)
 	if res.Error != nil {
-		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", dbErr(res.Error)), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
+		err := dbErr(res.Error)
+		if r.upsertRaced(ctx, err) {
+			return r.putLocked(ctx, v)
+		}
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", err), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 && g != nil { // the row changed, or came, since it was read
 		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
 	}
 	return r.upkeep(ctx, before, v, seen)
 }
+
+// upsertRaced reports whether err, the failure of an upsert of Put, may
+// be PostgreSQL's answer to a concurrent write of the same row rather
+// than a duplicate: outside a transaction, for a table with a unique index
+// besides the primary key, a unique violation or a deadlock. An upsert
+// (INSERT … ON CONFLICT (pk) DO UPDATE) of a row that exists can fail
+// so when a concurrent write of the row changes it while the upsert checks
+// for a conflict, though no other row has the value.
+func (r *Repository[T, ID]) upsertRaced(ctx context.Context, err error) bool {
+	return r.tx == nil && len(r.c.lookups) > 0 && !testswitch.PutLockedOff.Load() &&
+		(errors.Is(err, ErrDuplicate) || isDeadlock(err)) && r.conn(ctx).Dialector.Name() == "postgres"
+}
+
+// putLocked is Put again in a transaction that reads the row locked
+// before its upsert (lockBefore), so that no write of the row runs
+// between: a duplicate there is one. A deadlock with the unlocked upserts
+// of others is tried again, up to putLockedTries times. (The failed upsert
+// wrote nothing, the server answered it: it needs no upkeep.)
+func (r *Repository[T, ID]) putLocked(ctx context.Context, v *T) error {
+	var err error
+	for range putLockedTries {
+		err = Transaction(ctx, r.c.db, func(tx *Tx) error {
+			view := r.WithTx(tx)
+			view.lockRows = true
+			return view.Put(ctx, v)
+		})
+		if !isDeadlock(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// putLockedTries bounds putLocked's attempts.
+const putLockedTries = 3
 
 // Delete deletes the row with primary key id (a soft delete when T has a
 // gorm.DeletedAt), then invalidates the id and the row's unique-column

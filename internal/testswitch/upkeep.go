@@ -41,3 +41,10 @@ var CachedBeforeOff atomic.Bool
 // in flight) then invalidates the mappings of the unique values the
 // cache held, not those the row had, and the old ones keep pointing at it.
 var CachedBeforeUnguarded atomic.Bool
+
+// PutLockedOff switches off Put's second attempt in a transaction that
+// reads the row locked (package repo, write.go putLocked) after its upsert
+// failed as a duplicate or a deadlock: the spurious unique violation
+// PostgreSQL can raise when concurrent writes of one row race an upsert
+// then reaches the caller.
+var PutLockedOff atomic.Bool
