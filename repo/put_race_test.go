@@ -75,6 +75,7 @@ func playConcurrentPuts(t *testing.T, n int) (dups int) {
 				err := members.Put(ctx, &m)
 				switch {
 				case errors.Is(err, repo.ErrDuplicate) || sqlState(err) == "40P01":
+					t.Logf("Put(%+v): %v", m, err)
 					mu.Lock()
 					dups++
 					mu.Unlock()

@@ -156,7 +156,7 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", err), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 && g != nil { // the row changed, or came, since it was read
-		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
+		return r.putLocked(ctx, v)
 	}
 	return r.upkeep(ctx, before, v, seen)
 }
@@ -174,16 +174,18 @@ func (r *Repository[T, ID]) upsertRaced(ctx context.Context, err error) bool {
 }
 
 // putLocked is Put again in a transaction that reads the row locked
-// before its upsert (lockBefore), so that no write of the row runs
-// between: a duplicate there is one. A deadlock with the unlocked upserts
-// of others is tried again, up to putLockedTries times. (The failed upsert
-// wrote nothing, the server answered it: it needs no upkeep.)
+// before its upsert (lockBefore, on PostgreSQL), so that no write of the
+// row runs between: a duplicate there is one. Put runs it after an upsert
+// that raced (upsertRaced) and after one whose guard found the row changed
+// since it was read. A deadlock with the unlocked upserts of others is
+// tried again, up to putLockedTries times. (The failed upsert wrote
+// nothing, the server answered it: it needs no upkeep.)
 func (r *Repository[T, ID]) putLocked(ctx context.Context, v *T) error {
 	var err error
 	for range putLockedTries {
 		err = Transaction(ctx, r.c.db, func(tx *Tx) error {
 			view := r.WithTx(tx)
-			view.lockRows = true
+			view.lockRows = !testswitch.PutLockedOff.Load()
 			return view.Put(ctx, v)
 		})
 		if !isDeadlock(err) {

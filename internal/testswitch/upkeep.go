@@ -42,9 +42,10 @@ var CachedBeforeOff atomic.Bool
 // cache held, not those the row had, and the old ones keep pointing at it.
 var CachedBeforeUnguarded atomic.Bool
 
-// PutLockedOff switches off Put's second attempt in a transaction that
-// reads the row locked (package repo, write.go putLocked) after its upsert
-// failed as a duplicate or a deadlock: the spurious unique violation
-// PostgreSQL can raise when concurrent writes of one row race an upsert
-// then reaches the caller.
+// PutLockedOff switches off the row lock of Put's second attempt (package
+// repo, write.go putLocked: after an upsert that failed as a duplicate or
+// a deadlock, which is then returned as it is, and after one whose guard
+// found the row changed, which then runs unlocked in a transaction): the
+// spurious unique violation PostgreSQL can raise when concurrent writes of
+// one row race an upsert then reaches the caller.
 var PutLockedOff atomic.Bool
