@@ -22,9 +22,6 @@ import (
 type Repository[T any, ID comparable] struct {
 	c  *core[T, ID]
 	tx *Tx // nil outside a transaction
-	// lockRows makes a transaction's view read a row locked before it
-	// writes it, with or without declared queries (see putLocked).
-	lockRows bool
 	// rowSource hands package repo/cdc the repository's table
 	// (cdc.Invalidator.Register finds it here, not in a registry).
 	rowSource

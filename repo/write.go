@@ -183,11 +183,7 @@ func (r *Repository[T, ID]) upsertRaced(ctx context.Context, err error) bool {
 func (r *Repository[T, ID]) putLocked(ctx context.Context, v *T) error {
 	var err error
 	for range putLockedTries {
-		err = Transaction(ctx, r.c.db, func(tx *Tx) error {
-			view := r.WithTx(tx)
-			view.lockRows = !testswitch.PutLockedOff.Load()
-			return view.Put(ctx, v)
-		})
+		err = r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
 		if !isDeadlock(err) {
 			return err
 		}

@@ -42,10 +42,15 @@ var CachedBeforeOff atomic.Bool
 // cache held, not those the row had, and the old ones keep pointing at it.
 var CachedBeforeUnguarded atomic.Bool
 
-// PutLockedOff switches off the row lock of Put's second attempt (package
-// repo, write.go putLocked: after an upsert that failed as a duplicate or
-// a deadlock, which is then returned as it is, and after one whose guard
-// found the row changed, which then runs unlocked in a transaction): the
+// PutLockedOff switches off Put's second attempt (package repo, write.go
+// putLocked) after an upsert that failed as a duplicate or a deadlock: the
 // spurious unique violation PostgreSQL can raise when concurrent writes of
 // one row race an upsert then reaches the caller.
 var PutLockedOff atomic.Bool
+
+// TxReadUnlocked makes a write in a transaction of a repository with
+// unique keys and no declared queries read the row's unique columns
+// without locking it (package repo, query_list.go lockBefore), as before
+// the rule: a write committed between that read and the statement then
+// leaves the mappings of the values it set pointing at the row.
+var TxReadUnlocked atomic.Bool
