@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/asidekit/asidekit/cacheaside"
+	"github.com/asidekit/asidekit/internal/sqlstate"
 )
 
 var (
@@ -83,7 +84,8 @@ func dbErr(err error) error {
 	if err == nil || errors.Is(err, ErrDuplicate) {
 		return err
 	}
-	dup := errors.Is(err, gorm.ErrDuplicatedKey) || sqlState(err) == "23505"
+	state, _ := sqlstate.Of(err)
+	dup := errors.Is(err, gorm.ErrDuplicatedKey) || state == "23505"
 	var lite interface{ Code() int } // modernc.org/sqlite's *Error
 	if errors.As(err, &lite) && (lite.Code() == sqliteConstraintUnique || lite.Code() == sqliteConstraintPrimaryKey) {
 		dup = true
@@ -109,14 +111,8 @@ func wrapErr(what string, err error) error {
 	return &repoError{msg: "repo: " + what + ": " + strings.TrimPrefix(err.Error(), "repo: "), err: err}
 }
 
-// sqlState is PostgreSQL's SQLSTATE of err ("" for none).
-func sqlState(err error) string {
-	var pg interface{ SQLState() string } // *pgconn.PgError, without importing pgx
-	if errors.As(err, &pg) {
-		return pg.SQLState()
-	}
-	return ""
-}
-
 // isDeadlock reports PostgreSQL's "deadlock detected".
-func isDeadlock(err error) bool { return sqlState(err) == "40P01" }
+func isDeadlock(err error) bool {
+	state, _ := sqlstate.Of(err)
+	return state == "40P01"
+}

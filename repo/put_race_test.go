@@ -11,6 +11,7 @@ import (
 
 	"github.com/asidekit/asidekit/cacheaside"
 	"github.com/asidekit/asidekit/internal/sample"
+	"github.com/asidekit/asidekit/internal/sqlstate"
 	"github.com/asidekit/asidekit/internal/testswitch"
 	"github.com/asidekit/asidekit/repo"
 )
@@ -74,7 +75,7 @@ func playConcurrentPuts(t *testing.T, n int) (dups int) {
 				m := member(rand.IntN(rows), rand.IntN(pool), rand.IntN(pool))
 				err := members.Put(ctx, &m)
 				switch {
-				case errors.Is(err, repo.ErrDuplicate) || sqlState(err) == "40P01":
+				case errors.Is(err, repo.ErrDuplicate) || isDeadlock(err):
 					t.Logf("Put(%+v): %v", m, err)
 					mu.Lock()
 					dups++
@@ -99,11 +100,8 @@ func playConcurrentPuts(t *testing.T, n int) (dups int) {
 	return dups
 }
 
-// sqlState is PostgreSQL's SQLSTATE of err ("" for none).
-func sqlState(err error) string {
-	var pg interface{ SQLState() string }
-	if errors.As(err, &pg) {
-		return pg.SQLState()
-	}
-	return ""
+// isDeadlock reports PostgreSQL's "deadlock detected" (SQLSTATE 40P01).
+func isDeadlock(err error) bool {
+	state, _ := sqlstate.Of(err)
+	return state == "40P01"
 }
