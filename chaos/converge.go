@@ -128,6 +128,10 @@ func (rn *run) divergent(ctx context.Context, ents []*cacheaside.Entity[Item], i
 func (rn *run) burst(ctx context.Context) []loadRound {
 	var rounds []loadRound
 	p0 := rn.procs[0]
+	var caches []*cacheaside.Cache
+	for _, p := range rn.procs {
+		caches = append(caches, p.cache)
+	}
 	for si, s := range strategies {
 		if s == cacheaside.None {
 			continue
@@ -138,11 +142,12 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 			max = len(rn.procs) // one per process
 		}
 		for r := 0; r < rn.cfg.Rounds && ctx.Err() == nil; r++ {
-			if err := rn.burstWrite(ctx, p0, si); err != nil {
+			write := func() error { return rn.write(p0.id, p0.hot[si], OpUpdate, hotID(si)) }
+			if err := rn.cleanWrite(ctx, p0.cache, write); err != nil {
 				rn.logf("loads: the write before a burst failed: %v", err)
 				continue
 			}
-			if err := rn.waitSettled(ctx); err != nil {
+			if err := waitSettled(ctx, caches); err != nil {
 				rn.logf("loads: %v", err)
 			}
 			before, whyBefore := rn.loadsOf(name), rn.reasonsOf(name)
@@ -168,22 +173,22 @@ func (rn *run) burst(ctx context.Context) []loadRound {
 	return rounds
 }
 
-// burstWrite makes the write before a burst, trying again while it fails
-// (a pooled connection the faults broke, a breaker not yet closed) and
-// until p's cache holds no pending invalidation, which would send the
-// burst's reads past Redis.
-func (rn *run) burstWrite(ctx context.Context, p *process, si int) error {
+// cleanWrite makes a write, trying again while it fails (a pooled
+// connection the faults broke, a breaker not yet closed), and waits until
+// c, the writer's cache, holds no pending invalidation, which would send
+// the reads after it past Redis.
+func (rn *run) cleanWrite(ctx context.Context, c *cacheaside.Cache, write func() error) error {
 	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
 	written := false
 	for try := 0; try < 30; try++ {
 		if !written {
-			err := rn.write(p.id, p.hot[si], OpUpdate, hotID(si))
+			err := write()
 			written = err == nil
 			if err != nil {
-				rn.logf("loads: the write before a burst failed, trying again: %v", err)
+				rn.logf("the write before a check failed, trying again: %v", err)
 			}
 		}
-		if written && p.cache.PendingInvalidations() == 0 {
+		if written && c.PendingInvalidations() == 0 {
 			return nil
 		}
 		if err := b.Wait(ctx); err != nil {
@@ -191,20 +196,21 @@ func (rn *run) burstWrite(ctx context.Context, p *process, si int) error {
 		}
 	}
 	return fmt.Errorf("no clean write after 30 tries (written %v, %d invalidations pending)",
-		written, p.cache.PendingInvalidations())
+		written, c.PendingInvalidations())
 }
 
-// waitSettled waits until no process's cache is in its settle window
+// waitSettled waits until none of caches is in its settle window
 // (cacheaside.Options.SettleWindow, begun by the faults or by a pooled
 // connection they broke), in which misses load uncached: a burst then
-// would measure the window, not the strategy.
-func (rn *run) waitSettled(ctx context.Context) error {
+// would measure the window, not the strategy, and a load could not use a
+// replica.
+func waitSettled(ctx context.Context, caches []*cacheaside.Cache) error {
 	b := backoff.New(10*time.Millisecond, 200*time.Millisecond)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		settling := 0
-		for _, p := range rn.procs {
-			if p.cache != nil && p.cache.Settling() {
+		for _, c := range caches {
+			if c != nil && c.Settling() {
 				settling++
 			}
 		}

@@ -46,7 +46,10 @@ type replicaPhase struct {
 	faults   []Fault        // as applied, on the run's clock
 	resolver repo.ReadStats // summed over the processes routed by dbresolver
 	readDB   repo.ReadStats // summed over the processes with Options.ReadDB
-	err      error          // the phase could not run
+	// caughtUpMissed lists the processes whose miss of a row they wrote,
+	// once the replica had replayed the write, did not load from it.
+	caughtUpMissed []int
+	err            error // the phase could not run
 }
 
 // replicaProc is one process of the phase: a repository on the primary
@@ -77,8 +80,10 @@ type replicaProc struct {
 // old row) and cut a process's link to the replica (its loads go to the
 // primary); two more pause the replay while the cache Redis is cut off or
 // killed and restarted empty (replica_combo.go), where no load can read
-// the position it must see. Once the replica has replayed everything, every process reads
-// every row: an old row stored during the lag would still be served. The
+// the position it must see. Then each process writes a row and, once the
+// replica has replayed everything, misses it (a load the replica must
+// serve) and reads every row: an old row stored during the lag would
+// still be served. The
 // history is checked as the main run's (checkReads, checkRecovery):
 // without the replay-position check (testswitch.ReplicaLSNOff) reads
 // return rows older than writes that completed before them.
@@ -154,7 +159,7 @@ func (fr *run) replicaRun(ctx context.Context, sr *testcontainers.StreamingRepli
 	if err != nil {
 		return err
 	}
-	if err := waitReplayed(ctx, sr); err != nil {
+	if err := fr.caughtUpReads(ctx, sr, procs, ids[len(ids)-len(procs):], ph); err != nil {
 		return err
 	}
 	for _, p := range procs {
@@ -172,6 +177,46 @@ func (fr *run) replicaRun(ctx context.Context, sr *testcontainers.StreamingRepli
 			sum = &ph.resolver
 		}
 		addReadStats(sum, s)
+	}
+	return nil
+}
+
+// caughtUpReads checks that loads reach the replica on an event rather
+// than on the workload's pace (a starved machine's workload may show
+// none): each process reads a row of its own (own[i]: a load records the
+// position it saw in the row's version, which a version created by a miss
+// lacks), writes it (Put, recording its commit's position) and, once the
+// replica has replayed the writes, misses it: that load must run on the
+// replica. A process whose load did not is listed in ph.caughtUpMissed. A
+// process in its settle window (a cache fault near the end) loads
+// uncached, from the primary, so the reads wait for the windows to end.
+func (fr *run) caughtUpReads(ctx context.Context, sr *testcontainers.StreamingReplica, procs []*replicaProc, own []int64, ph *replicaPhase) error {
+	var caches []*cacheaside.Cache
+	for _, p := range procs {
+		caches = append(caches, p.cache)
+	}
+	if err := waitSettled(ctx, caches); err != nil {
+		return fmt.Errorf("chaos: replica phase: %w", err)
+	}
+	for i, p := range procs {
+		fr.read(p.id, p.items, own[i])
+		write := func() error { return fr.write(p.id, p.items, OpPut, own[i]) }
+		if err := fr.cleanWrite(ctx, p.cache, write); err != nil {
+			return fmt.Errorf("chaos: replica phase: the write before the caught-up read: %w", err)
+		}
+	}
+	if err := waitSettled(ctx, caches); err != nil {
+		return fmt.Errorf("chaos: replica phase: %w", err)
+	}
+	if err := waitReplayed(ctx, sr); err != nil {
+		return err
+	}
+	for i, p := range procs {
+		before := p.items.ReadStats().ReplicaLoads
+		fr.read(p.id, p.items, own[i])
+		if p.items.ReadStats().ReplicaLoads == before {
+			ph.caughtUpMissed = append(ph.caughtUpMissed, p.id)
+		}
 	}
 	return nil
 }
