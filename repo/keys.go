@@ -213,10 +213,18 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 		}
 	}
 	var rows []T
-	if err := r.lockBefore(r.conn(ctx)).Select(r.c.keyCols()).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
+	db, cols := r.conn(ctx), r.c.keyCols()
+	// A soft-deleted row is locked too, and reads as absent: Create and
+	// Put take it over, and unlocked their upserts race the other
+	// writes of it (see upsertRaced).
+	unscoped := r.c.softDel != nil && r.locksBefore(db)
+	if unscoped {
+		db, cols = db.Unscoped(), append(cols, r.c.softDel.DBName)
+	}
+	if err := r.lockBefore(db).Select(cols).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
 		return nil, nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 || unscoped && !isNull(r.c.softDel, ctx, reflect.ValueOf(&rows[0]).Elem()) {
 		return nil, nil, nil
 	}
 	uks, err := r.c.uniqueKeysOf(ctx, &rows[0])

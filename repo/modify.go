@@ -53,11 +53,14 @@ func (r *Repository[T, ID]) UpdateColumns(ctx context.Context, v *T, columns ...
 	var rows []T
 	res := g.on(r.conn(ctx)).Model(&rows).Clauses(clause.Returning{}).Where(r.c.pkEq(id)).Select(columns).Updates(v)
 	if res.Error != nil {
+		if r.deadlocked(res.Error) {
+			return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.UpdateColumns(ctx, v, columns...) })
+		}
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update columns", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, r.c.valuesOf(ctx, v, columns))})
 	}
 	if (res.RowsAffected == 0 || len(rows) == 0) && g != nil { // the row changed since it was read
-		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.UpdateColumns(ctx, v, columns...) })
+		return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.UpdateColumns(ctx, v, columns...) })
 	}
 	if res.RowsAffected == 0 || len(rows) == 0 {
 		return notFoundErr(r.c.name, key)
@@ -117,7 +120,7 @@ func (r *Repository[T, ID]) Modify(ctx context.Context, id ID, set map[string]an
 	// came back since, or it failed where then and changed since. Lock it
 	// and run the UPDATE again: the UPDATE, and the reason it gives if it
 	// changes nothing, then see the same row.
-	err = r.inTx(ctx, func(tx *Repository[T, ID]) error {
+	err = r.writeLocked(ctx, func(tx *Repository[T, ID]) error {
 		if err := tx.lockRow(ctx, id, key); err != nil {
 			return err
 		}
@@ -144,6 +147,10 @@ func (r *Repository[T, ID]) modifyOnce(ctx context.Context, id ID, key string, s
 	}
 	res := q.Updates(cols)
 	if res.Error != nil {
+		if r.deadlocked(res.Error) {
+			row, err := r.modifyLocked(ctx, id, set, where)
+			return row, false, err
+		}
 		return row, false, r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": modify", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysSet(ctx, id, key, before, cols)})
 	}
@@ -153,10 +160,7 @@ func (r *Repository[T, ID]) modifyOnce(ctx context.Context, id ID, key string, s
 	if g != nil {
 		// The row changed or went since it was read, or fails where: the
 		// run in a transaction, whose read locks the row, tells which.
-		err := r.inTx(ctx, func(tx *Repository[T, ID]) (err error) {
-			row, err = tx.Modify(ctx, id, set, where...)
-			return err
-		})
+		row, err := r.modifyLocked(ctx, id, set, where)
 		return row, false, err
 	}
 	if len(where) == 0 {
@@ -166,6 +170,16 @@ func (r *Repository[T, ID]) modifyOnce(ctx context.Context, id ID, key string, s
 	}
 	meets, err = r.whyUnmodified(ctx, id, key, where)
 	return row, meets, err
+}
+
+// modifyLocked is Modify again in a transaction whose read of the row
+// locks it (writeLocked).
+func (r *Repository[T, ID]) modifyLocked(ctx context.Context, id ID, set map[string]any, where []clause.Expression) (row T, err error) {
+	err = r.writeLocked(ctx, func(tx *Repository[T, ID]) (err error) {
+		row, err = tx.Modify(ctx, id, set, where...)
+		return err
+	})
+	return row, err
 }
 
 // lockRow locks row key for the rest of the transaction r is in (SELECT …

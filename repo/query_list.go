@@ -194,14 +194,19 @@ func canonical(v any) string {
 // with unique keys or declared queries) lock the row, in a transaction on
 // PostgreSQL: the unique values and the places in the lists it reads are
 // then the ones the write replaces, whatever concurrent writers do, and
-// no write of the row can race Put's upsert (see putLocked). Unlocked, a
+// no write of the row can race Put's upsert (see writeLocked). Unlocked, a
 // write committed between the read and the statement leaves the mappings
 // of the values it set, cached meanwhile, pointing at the row. Outside a
 // transaction the read cannot lock: the statement is guarded by what was
 // read instead (see "Cached queries" in the package doc).
 func (r *Repository[T, ID]) lockBefore(db *gorm.DB) *gorm.DB {
-	if r.tx == nil || db.Dialector.Name() != "postgres" || (r.c.lists.len() == 0 && testswitch.TxReadUnlocked.Load()) {
+	if !r.locksBefore(db) {
 		return db
 	}
 	return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+}
+
+// locksBefore reports whether lockBefore locks db's read.
+func (r *Repository[T, ID]) locksBefore(db *gorm.DB) bool {
+	return r.tx != nil && db.Dialector.Name() == "postgres" && (r.c.lists.len() > 0 || !testswitch.TxReadUnlocked.Load())
 }

@@ -19,7 +19,10 @@ import (
 // When T has a gorm.DeletedAt, the primary key of a soft-deleted row is
 // free again: Create replaces that row (INSERT … ON CONFLICT (pk) DO UPDATE
 // … WHERE deleted_at IS NOT NULL), and a live row with the key is ErrDuplicate
-// (which matches gorm.ErrDuplicatedKey too). An id that cannot be a cache key, or a
+// (which matches gorm.ErrDuplicatedKey too); on PostgreSQL that upsert,
+// when it fails as a duplicate or a deadlock outside a transaction, runs
+// again in a transaction that reads the row locked first (see Put). An id
+// that cannot be a cache key, or a
 // zero primary key that neither the database nor a hook fills in, is
 // ErrInvalidID, before anything is written.
 func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
@@ -43,6 +46,11 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 	if err := r.c.checkUniques(ctx, v); err != nil {
 		return err
 	}
+	if hasID && r.c.softDel != nil && r.tx != nil { // lock the row Create may take over (readBefore)
+		if _, _, err := r.readBefore(ctx, id, key); err != nil {
+			return err
+		}
+	}
 	seen := r.seen(ctx, nil, v, key)
 	if !hasID || r.c.softDel == nil {
 		if err := r.returning(r.conn(ctx), seen).Create(v).Error; err != nil {
@@ -59,7 +67,11 @@ func (r *Repository[T, ID]) Create(ctx context.Context, v *T) error {
 		}}},
 	}).Create(v)
 	if res.Error != nil {
-		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": create", dbErr(res.Error)), rowChange{after: r.c.keysWritten(ctx, v)})
+		err := dbErr(res.Error)
+		if r.upsertRaced(ctx, err) {
+			return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Create(ctx, v) })
+		}
+		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": create", err), rowChange{after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 {
 		return wrapErr(subject(r.c.name, key)+": create", fmt.Errorf("%w: the row exists", ErrDuplicate))
@@ -89,11 +101,14 @@ func (r *Repository[T, ID]) Update(ctx context.Context, v *T) error {
 	seen := r.seen(ctx, before, v, key)
 	res := g.on(r.returning(r.conn(ctx), seen)).Select("*").Save(v)
 	if res.Error != nil {
+		if r.deadlocked(res.Error) {
+			return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Update(ctx, v) })
+		}
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": update", dbErr(res.Error)),
 			rowChange{before: r.existing(before, key), after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 && g != nil { // the row changed since it was read
-		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Update(ctx, v) })
+		return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Update(ctx, v) })
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)
@@ -151,48 +166,63 @@ func (r *Repository[T, ID]) Put(ctx context.Context, v *T) error {
 	if res.Error != nil {
 		err := dbErr(res.Error)
 		if r.upsertRaced(ctx, err) {
-			return r.putLocked(ctx, v)
+			return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
 		}
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": put", err), rowChange{before: before, after: r.c.keysWritten(ctx, v)})
 	}
 	if res.RowsAffected == 0 && g != nil { // the row changed, or came, since it was read
-		return r.putLocked(ctx, v)
+		return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
 	}
 	return r.upkeep(ctx, before, v, seen)
 }
 
-// upsertRaced reports whether err, the failure of an upsert of Put, may
-// be PostgreSQL's answer to a concurrent write of the same row rather
-// than a duplicate: outside a transaction, for a table with a unique index
-// besides the primary key, a unique violation or a deadlock. An upsert
-// (INSERT … ON CONFLICT (pk) DO UPDATE) of a row that exists can fail
-// so when a concurrent write of the row changes it while the upsert checks
-// for a conflict, though no other row has the value.
+// upsertRaced reports whether err, the failure of an upsert (Put's, or
+// Create's of a soft-deletable table, which takes a soft-deleted row
+// over), may be PostgreSQL's answer to a concurrent write of the same row
+// rather than a duplicate: outside a transaction, for a table with a
+// unique index besides the primary key, a unique violation or a deadlock.
+// An upsert (INSERT … ON CONFLICT (pk) DO UPDATE) of a row that exists
+// can fail so when a concurrent write of the row changes it while the
+// upsert checks for a conflict, though no other row has the value.
 func (r *Repository[T, ID]) upsertRaced(ctx context.Context, err error) bool {
 	return r.tx == nil && len(r.c.lookups) > 0 && !testswitch.PutLockedOff.Load() &&
 		(errors.Is(err, ErrDuplicate) || isDeadlock(err)) && r.conn(ctx).Dialector.Name() == "postgres"
 }
 
-// putLocked is Put again in a transaction that reads the row locked
-// before its upsert (lockBefore, on PostgreSQL), so that no write of the
-// row runs between: a duplicate there is one. Put runs it after an upsert
-// that raced (upsertRaced) and after one whose guard found the row changed
-// since it was read. A deadlock with the unlocked upserts of others is
-// tried again, up to putLockedTries times. (The failed upsert wrote
+// deadlocked reports whether err, the failure of a write's statement
+// outside a transaction, is a deadlock: PostgreSQL rolled the statement
+// back (nothing was written), and the write runs again with the row
+// locked (writeLocked). A single-row write takes part in one only beside
+// a transaction that locks the row first (another write's run under the
+// row's lock) or an upsert's check for a conflict.
+func (r *Repository[T, ID]) deadlocked(err error) bool {
+	return r.tx == nil && !testswitch.PutLockedOff.Load() && isDeadlock(err)
+}
+
+// writeLocked runs write, a write of one row (Create, Put, Update,
+// UpdateColumns, Modify or Delete of the view it is given), again in a
+// transaction whose read of the row before its statement locks it,
+// soft-deleted or not (readBefore, on PostgreSQL), so that no write of the
+// row runs between: a duplicate there is one. The writes run it after an
+// upsert that raced (upsertRaced), a statement that deadlocked
+// (deadlocked), and a guarded statement that found its row changed since
+// it was read. A deadlock with the unlocked statements of others is tried
+// again, up to writeLockedTries times; in a caller's transaction, which
+// the deadlock aborted, it is returned. (The failed statement wrote
 // nothing, the server answered it: it needs no upkeep.)
-func (r *Repository[T, ID]) putLocked(ctx context.Context, v *T) error {
+func (r *Repository[T, ID]) writeLocked(ctx context.Context, write func(tx *Repository[T, ID]) error) error {
 	var err error
-	for range putLockedTries {
-		err = r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Put(ctx, v) })
-		if !isDeadlock(err) {
+	for range writeLockedTries {
+		err = r.inTx(ctx, write)
+		if r.tx != nil || !isDeadlock(err) { // (a caller's transaction is aborted: its caller retries)
 			return err
 		}
 	}
 	return err
 }
 
-// putLockedTries bounds putLocked's attempts.
-const putLockedTries = 3
+// writeLockedTries bounds writeLocked's attempts.
+const writeLockedTries = 3
 
 // Delete deletes the row with primary key id (a soft delete when T has a
 // gorm.DeletedAt), then invalidates the id and the row's unique-column
@@ -213,10 +243,13 @@ func (r *Repository[T, ID]) Delete(ctx context.Context, id ID) error {
 	seen := r.seen(ctx, before, nil, "")
 	res := g.on(r.conn(ctx)).Where(r.c.pkEq(id)).Delete(new(T))
 	if res.Error != nil {
+		if r.deadlocked(res.Error) {
+			return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Delete(ctx, id) })
+		}
 		return r.writeFailed(ctx, wrapErr(subject(r.c.name, key)+": delete", res.Error), rowChange{before: r.existing(before, key)})
 	}
 	if res.RowsAffected == 0 && g != nil { // the row changed since it was read
-		return r.inTx(ctx, func(tx *Repository[T, ID]) error { return tx.Delete(ctx, id) })
+		return r.writeLocked(ctx, func(tx *Repository[T, ID]) error { return tx.Delete(ctx, id) })
 	}
 	if res.RowsAffected == 0 {
 		return notFoundErr(r.c.name, key)

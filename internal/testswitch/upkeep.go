@@ -42,10 +42,12 @@ var CachedBeforeOff atomic.Bool
 // cache held, not those the row had, and the old ones keep pointing at it.
 var CachedBeforeUnguarded atomic.Bool
 
-// PutLockedOff switches off Put's second attempt (package repo, write.go
-// putLocked) after an upsert that failed as a duplicate or a deadlock: the
-// spurious unique violation PostgreSQL can raise when concurrent writes of
-// one row race an upsert then reaches the caller.
+// PutLockedOff switches off the second attempt of a write under the
+// row's lock (package repo, write.go writeLocked) after an upsert (Put's,
+// or Create's over a soft-deleted row) that failed as a duplicate or a
+// deadlock, and after any single-row write that failed as a deadlock: the
+// spurious unique violations and deadlocks PostgreSQL can raise when
+// concurrent writes of one row race an upsert then reach the caller.
 var PutLockedOff atomic.Bool
 
 // TxReadUnlocked makes a write in a transaction of a repository with
