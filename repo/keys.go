@@ -213,15 +213,16 @@ func (r *Repository[T, ID]) readBefore(ctx context.Context, id ID, key string) (
 		}
 	}
 	var rows []T
-	db, cols := r.conn(ctx), r.c.keyCols()
+	db, locked := r.lockBefore(r.conn(ctx))
+	cols := r.c.keyCols()
 	// A soft-deleted row is locked too, and reads as absent: Create and
 	// Put take it over, and unlocked their upserts race the other
 	// writes of it (see upsertRaced).
-	unscoped := r.c.softDel != nil && r.locksBefore(db)
+	unscoped := locked && r.c.softDel != nil
 	if unscoped {
 		db, cols = db.Unscoped(), append(cols, r.c.softDel.DBName)
 	}
-	if err := r.lockBefore(db).Select(cols).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
+	if err := db.Select(cols).Where(r.c.pkEq(id)).Limit(1).Find(&rows).Error; err != nil {
 		return nil, nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", r.c.name, err)
 	}
 	if len(rows) == 0 || unscoped && !isNull(r.c.softDel, ctx, reflect.ValueOf(&rows[0]).Elem()) {
@@ -288,7 +289,8 @@ func (r *Repository[T, ID]) readBeforeMany(ctx context.Context, batch []T) (map[
 	}
 	var rows []T
 	in := clause.IN{Column: clause.Column{Table: clause.CurrentTable, Name: c.pk.DBName}, Values: ids}
-	if err := r.lockBefore(r.conn(ctx)).Select(c.keyCols()).Where(in).Find(&rows).Error; err != nil {
+	db, _ := r.lockBefore(r.conn(ctx))
+	if err := db.Select(c.keyCols()).Where(in).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("repo: %s: read unique columns before the write: %w", c.name, err)
 	}
 	old := make(map[ID]*rowKeys, len(rows))

@@ -198,15 +198,11 @@ func canonical(v any) string {
 // write committed between the read and the statement leaves the mappings
 // of the values it set, cached meanwhile, pointing at the row. Outside a
 // transaction the read cannot lock: the statement is guarded by what was
-// read instead (see "Cached queries" in the package doc).
-func (r *Repository[T, ID]) lockBefore(db *gorm.DB) *gorm.DB {
-	if !r.locksBefore(db) {
-		return db
+// read instead (see "Cached queries" in the package doc). locked reports
+// whether it locks.
+func (r *Repository[T, ID]) lockBefore(db *gorm.DB) (_ *gorm.DB, locked bool) {
+	if r.tx == nil || db.Dialector.Name() != "postgres" || (r.c.lists.len() == 0 && testswitch.TxReadUnlocked.Load()) {
+		return db, false
 	}
-	return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
-}
-
-// locksBefore reports whether lockBefore locks db's read.
-func (r *Repository[T, ID]) locksBefore(db *gorm.DB) bool {
-	return r.tx != nil && db.Dialector.Name() == "postgres" && (r.c.lists.len() > 0 || !testswitch.TxReadUnlocked.Load())
+	return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}), true
 }
