@@ -29,16 +29,17 @@ type softMember struct {
 // Every write verb on one row at once, from two processes (each its own
 // Cache on one namespace), while readers fill the row's entry and its
 // GetBy mappings: Create (which takes a soft-deleted row over), Put,
-// Update, UpdateColumns, Modify and Delete, the unique columns' values
-// drawn from pools that no other row ever holds. No write may fail but
-// for its own reason (ErrNotFound of a deleted row; Create's ErrDuplicate
-// of a live one, which no database error carries): PostgreSQL's false
+// Update, UpdateColumns, Modify, Delete, CreateMany and PutMany, the
+// unique columns' values drawn from pools that no other row ever holds.
+// No write may fail but for its own reason (ErrNotFound of a deleted row;
+// a Create's duplicate of a live one, which no database error carries;
+// nothing else): PostgreSQL's false
 // duplicates and deadlocks of racing writes of one row are the library's
 // to absorb. Once the writers stop, every process's Get and GetBy answer
 // what the table holds.
 func TestWrites_oneRowEveryVerb(t *testing.T) {
 	t.Parallel()
-	e, procs, failed := playOneRow(t, 120, "create", "put", "update", "update-columns", "modify", "delete")
+	e, procs, failed := playOneRow(t, 120, "create", "put", "update", "update-columns", "modify", "delete", "create-many", "put-many")
 	if len(failed) > 0 {
 		t.Errorf("writes that failed for no reason of their own: %v", failed)
 	}
@@ -85,7 +86,8 @@ func TestWrites_oneRowEveryVerbFailsUnlocked(t *testing.T) {
 
 // playOneRow runs 8 writers of n writes each of row 1 of a new
 // softMember table, their verbs drawn from verbs ("create", "put",
-// "update", "update-columns", "modify", "delete"), from two processes,
+// "update", "update-columns", "modify", "delete", "create-many",
+// "put-many": the last two write a batch of this one row), from two processes,
 // beside readers, and returns the
 // environment, the processes' repositories and the writes that failed for
 // no reason of their own, counted by verb and SQLSTATE.
@@ -155,13 +157,17 @@ func playOneRow(t *testing.T, n int, verbs ...string) (*env, []*repo.Repository[
 					_, err = r.Modify(ctx, 1, map[string]any{"email": v.Email, "handle": v.Handle})
 				case "delete":
 					err = r.Delete(ctx, 1)
+				case "create-many":
+					err = r.CreateMany(ctx, []softMember{v})
+				case "put-many":
+					err = r.PutMany(ctx, []softMember{v})
 				}
 				state, fromDB := sqlstate.Of(err)
 				switch {
 				case err == nil, errors.Is(err, repo.ErrNotFound) && verb != "put" && verb != "create":
 					continue
-				case verb == "create" && errors.Is(err, repo.ErrDuplicate) && !fromDB:
-					continue
+				case (verb == "create" || verb == "create-many") && errors.Is(err, gorm.ErrDuplicatedKey) && !fromDB:
+					continue // a live row
 				}
 				t.Logf("%s(%+v): %v", verb, v, err)
 				mu.Lock()
