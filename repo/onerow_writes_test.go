@@ -75,13 +75,13 @@ func TestWrites_oneRowEveryVerb(t *testing.T) {
 func TestWrites_oneRowEveryVerbFailsUnlocked(t *testing.T) {
 	testswitch.PutLockedOff.Store(true)
 	defer testswitch.PutLockedOff.Store(false)
-	for attempt := range 12 {
+	for attempt := range 30 { // found within 2 plays quiet; a busy machine races less
 		if _, _, failed := playOneRow(t, 400, "create", "put"); len(failed) > 0 {
 			t.Logf("play %d: %v", attempt, failed)
 			return
 		}
 	}
-	t.Fatal("12 plays and no write failed with the locked attempt off: the test proves nothing")
+	t.Fatal("30 plays and no write failed with the locked attempt off: the test proves nothing")
 }
 
 // playOneRow runs 8 writers of n writes each of row 1 of a new

@@ -33,13 +33,15 @@ func TestPut_concurrentNoFalseDuplicate(t *testing.T) {
 func TestPut_concurrentFalseDuplicateWithoutRetry(t *testing.T) {
 	testswitch.PutLockedOff.Store(true)
 	defer testswitch.PutLockedOff.Store(false)
-	for attempt := range 12 {
+	// Quiet, a false duplicate comes within 5 plays; beside a busy CI run
+	// (both cores burnt too) within 2 to 10, and once not in 12.
+	for attempt := range 30 {
 		if dups := playConcurrentPuts(t, 400); dups > 0 {
 			t.Logf("play %d: %d Puts failed as duplicates", attempt, dups)
 			return
 		}
 	}
-	t.Fatal("12 plays and no false duplicate with the locked attempt off: the test proves nothing")
+	t.Fatal("30 plays and no false duplicate with the locked attempt off: the test proves nothing")
 }
 
 // playConcurrentPuts runs 8 writers of n Puts each of one members row and
